@@ -1,0 +1,89 @@
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// A Budget is a retry allowance shared by every call to one dependency.
+//
+// A caller tells the budget when a first attempt starts ([Budget.Request]),
+// asks it before every retry ([Budget.Retry]) and tells it when an attempt
+// succeeds ([Budget.Success]). A retry that the budget denies is a real
+// outcome: the caller returns the failure now instead of waiting for the
+// budget to recover.
+//
+// Implementations must be safe for concurrent use by multiple goroutines,
+// and every method must be linearizable: its effect must appear to happen at
+// one instant between its call and its return.
+type Budget interface {
+	// Request records that a first attempt is starting.
+	Request()
+
+	// Retry asks whether a retry may follow a failure of the given kind
+	// (Transient or Throttled). True means the retry is granted and already
+	// charged to the budget. A kind that is not a retry kind is denied and
+	// charges nothing.
+	Retry(kind Kind) bool
+
+	// Success records that an attempt succeeded. kind is FirstAttempt when
+	// the first attempt succeeded, or the kind of the retry that succeeded.
+	// A kind that is not a retry kind counts as FirstAttempt.
+	Success(kind Kind)
+}
+
+// Kind classifies an attempt by the failure that caused it: a first attempt
+// (no failure yet), or a retry after a transient or a throttling failure.
+type Kind uint8
+
+const (
+	// FirstAttempt is the zero Kind: an attempt that is not a retry.
+	FirstAttempt Kind = iota
+	// Transient is a retry after a transient failure: a timeout, a reset
+	// connection, a 5xx response.
+	Transient
+	// Throttled is a retry after the dependency asked the caller to slow
+	// down: HTTP 429, gRPC RESOURCE_EXHAUSTED, an AWS throttling error.
+	Throttled
+)
+
+// IsRetry reports whether k is a retry kind (Transient or Throttled).
+func (k Kind) IsRetry() bool { return k == Transient || k == Throttled }
+
+// String returns "first", "transient", "throttled" or "Kind(N)".
+func (k Kind) String() string {
+	switch k {
+	case FirstAttempt:
+		return "first"
+	case Transient:
+		return "transient"
+	case Throttled:
+		return "throttled"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// ErrInvalidConfig is wrapped by every error a constructor returns for a
+// configuration it cannot honour. Test for it with [errors.Is]; the error's
+// text names the field, the value given and the range allowed.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// A ConfigError describes one configuration field that a constructor rejected.
+// It matches [ErrInvalidConfig] under [errors.Is].
+type ConfigError struct {
+	Field string // the field, as Type.Field, for example "RatioConfig.Ratio"
+	Value string // the value given, formatted
+	Want  string // the values allowed, for example "(0, 1]"
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("budget: %s must be %s, got %s", e.Field, e.Want, e.Value)
+}
+
+// Is reports whether target is [ErrInvalidConfig].
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+func configError(field string, value any, want string) error {
+	return &ConfigError{Field: field, Value: fmt.Sprint(value), Want: want}
+}

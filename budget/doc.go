@@ -1,0 +1,42 @@
+// Package budget defines the retry-budget contract and ships three reference
+// budgets that are safe for concurrent use and allocate nothing per call.
+//
+// A retry budget is one allowance shared by every call that may retry. Work
+// that succeeds funds it; when failures pile up it drains, and callers fail
+// fast instead of multiplying the load on a dependency that is already sick.
+//
+// The pieces fit together like this:
+//
+//   - [Budget] is the contract: [Budget.Request] when a first attempt starts,
+//     [Budget.Retry] to ask for (and be charged for) a retry after a failure of
+//     a given [Kind], and [Budget.Success] when an attempt succeeds.
+//   - [TokenBucket] is the AWS SDK's retry quota (500 tokens, 14 per transient
+//     retry, 5 per throttled retry), with an optional time-based refill.
+//   - [Ratio] caps retries at a share of requests over a sliding window, with
+//     a floor for low traffic (Google SRE book, Envoy, Finagle).
+//   - [Throttle] is gRPC's retry throttling (gRFC A6).
+//   - Budgets whose answers depend on time read a [Clock] chosen at
+//     construction; [ManualClock] lets tests drive time by hand.
+//
+// Fractional quantities (tokens, ratios) are kept in integer fixed point, so a
+// budget's answers are exact and match the sequential specifications in the
+// model package bit for bit.
+//
+// Typical use shares one budget per dependency across every call site:
+//
+//	b.Request() // a first attempt starts
+//	kind := budget.FirstAttempt
+//	for {
+//		err := call(ctx)
+//		if err == nil {
+//			b.Success(kind) // refunds a successful retry, credits a first attempt
+//			return nil
+//		}
+//		k, retryable := classify(err) // budget.Transient or budget.Throttled
+//		if !retryable || !b.Retry(k) {
+//			return err // permanent, or the budget said no: fail now
+//		}
+//		kind = k
+//		// wait for the backoff, racing ctx.Done()
+//	}
+package budget

@@ -1,0 +1,70 @@
+package budget_test
+
+import (
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/seqcheck"
+)
+
+// The sequential checks: each reference budget, on a manual clock, answers
+// every Retry exactly as its model does. Run with -rapid.checks=2000 for the
+// acceptance level; the default is 100.
+
+func TestTokenBucketMatchesModel(t *testing.T) {
+	var stats seqcheck.Stats
+	rapid.Check(t, func(t *rapid.T) {
+		m := seqcheck.DrawTokenBucket(t, true)
+		seqcheck.Check(t, m, func(c budget.Clock) budget.Budget {
+			b, err := budget.NewTokenBucket(seqcheck.TokenBucketConfig(m, c))
+			return must(t, b, err)
+		}, seqcheck.TokenBucketTiming(m), &stats)
+	})
+	checkCoverage(t, &stats)
+}
+
+func TestRatioMatchesModel(t *testing.T) {
+	var stats seqcheck.Stats
+	rapid.Check(t, func(t *rapid.T) {
+		m := seqcheck.DrawRatio(t)
+		seqcheck.Check(t, m, func(c budget.Clock) budget.Budget {
+			b, err := budget.NewRatio(seqcheck.RatioConfig(m, c))
+			return must(t, b, err)
+		}, seqcheck.RatioTiming(m), &stats)
+	})
+	checkCoverage(t, &stats)
+}
+
+func TestThrottleMatchesModel(t *testing.T) {
+	var stats seqcheck.Stats
+	rapid.Check(t, func(t *rapid.T) {
+		m := seqcheck.DrawThrottle(t)
+		seqcheck.Check(t, m, func(budget.Clock) budget.Budget {
+			b, err := budget.NewThrottle(float64(m.Max)/1000, float64(m.Ratio)/1000)
+			return must(t, b, err)
+		}, seqcheck.Timing{}, &stats)
+	})
+	checkCoverage(t, &stats)
+}
+
+// must fails t when a constructor rejected parameters its model accepts.
+func must[B budget.Budget](t *rapid.T, b B, err error) budget.Budget {
+	if err != nil {
+		t.Fatalf("constructor rejected parameters its model accepts: %v", err)
+	}
+	return b
+}
+
+// checkCoverage fails t unless the check saw both granted and denied
+// retries in good number: a check that never reaches a threshold proves
+// nothing about it.
+func checkCoverage(t *testing.T, s *seqcheck.Stats) {
+	t.Helper()
+	g, d := s.Granted.Load(), s.Denied.Load()
+	t.Logf("retries granted %d, denied %d", g, d)
+	if g < 100 || d < 100 {
+		t.Errorf("the check saw %d granted and %d denied retries; want at least 100 of each", g, d)
+	}
+}

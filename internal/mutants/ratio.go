@@ -1,0 +1,111 @@
+package mutants
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/model"
+)
+
+// ratio is a plain sliding-window ratio budget: a ring of slots tagged with
+// their slot numbers, summed on every retry. It is correct unless one of its
+// bug hooks says otherwise; each ratio mutant sets one hook.
+type ratio struct {
+	mu    sync.Mutex
+	m     model.Ratio
+	clock budget.Clock
+	last  time.Duration
+	ring  []model.SlotCount // slot number n lives at n mod len
+
+	// allowed returns how many retries the window allows. Correct:
+	// max(floor, proportional).
+	allowed func(floor, proportional int64) int64
+}
+
+func newRatio(m model.Ratio, clock budget.Clock) *ratio {
+	r := &ratio{m: m, clock: clock, ring: make([]model.SlotCount, m.Slots)}
+	for i := range r.ring {
+		r.ring[i].Slot = math.MinInt64 // in no window the clock can reach
+	}
+	r.allowed = func(floor, proportional int64) int64 { return max(floor, proportional) }
+	return r
+}
+
+func (r *ratio) Request() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.slot().Requests++
+}
+
+func (r *ratio) Retry(k budget.Kind) bool {
+	if !k.IsRetry() {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.slot()
+	h := s.Slot
+	var reqs, retries int64
+	for _, c := range r.ring {
+		if uint64(h)-uint64(c.Slot) < uint64(len(r.ring)) {
+			reqs += c.Requests
+			retries += c.Retries
+		}
+	}
+	proportional := reqs/1_000_000*r.m.PPM + reqs%1_000_000*r.m.PPM/1_000_000
+	if retries+1 > r.allowed(r.m.Floor, proportional) {
+		return false
+	}
+	s.Retries++
+	return true
+}
+
+func (r *ratio) Success(budget.Kind) {}
+
+// slot returns the slot of the current instant, cleared if it last held an
+// older slot number. r.mu must be held.
+func (r *ratio) slot() *model.SlotCount {
+	if now := r.clock.Now(); now > r.last {
+		r.last = now
+	}
+	w := int64(r.m.Window) / r.m.Slots
+	n := int64(r.last) / w // r.last >= 0: the clock starts at 0 and never goes below what was seen
+	s := &r.ring[n%int64(len(r.ring))]
+	if s.Slot != n {
+		*s = model.SlotCount{Slot: n}
+	}
+	return s
+}
+
+// FloorAdded is a ratio budget that adds the floor to the ratio's allowance
+// (retries ≤ Floor + Ratio × requests) instead of taking the larger of the
+// two. Under load it grants Floor extra retries in every window, so the
+// ratio it promises no longer holds.
+//
+// Bug class: the floor applied as an addend, a misreading that "a ratio with
+// a floor of N retries" allows. Caught by the sequential check.
+type FloorAdded struct{ *ratio }
+
+var _ budget.Budget = FloorAdded{}
+
+// NewFloorAdded returns an empty FloorAdded for m reading clock, which must
+// read 0 now.
+func NewFloorAdded(m model.Ratio, clock budget.Clock) FloorAdded {
+	r := newRatio(m, clock)
+	r.allowed = func(floor, proportional int64) int64 { return floor + proportional } // BUG
+	return FloorAdded{r}
+}
+
+// CorrectRatio is the ratio budget the mutants are built from, with no bug.
+// The harness runs it to show that a mutant's failure comes from its bug.
+type CorrectRatio struct{ *ratio }
+
+var _ budget.Budget = CorrectRatio{}
+
+// NewCorrectRatio returns an empty CorrectRatio for m reading clock, which
+// must read 0 now.
+func NewCorrectRatio(m model.Ratio, clock budget.Clock) CorrectRatio {
+	return CorrectRatio{newRatio(m, clock)}
+}

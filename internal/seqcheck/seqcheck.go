@@ -1,0 +1,149 @@
+// Package seqcheck drives a budget and its sequential model with the same
+// random operations under rapid and fails on the first output that differs.
+//
+// It is the sequential check of the harness: it catches wrong arithmetic,
+// off-by-one thresholds and missing clamps, and rapid shrinks what it finds to
+// a short sequence of operations.
+package seqcheck
+
+import (
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/model"
+)
+
+// Timing tells the operation generator what durations matter to a budget.
+type Timing struct {
+	// Scale is the duration around which behaviour changes: a slot width,
+	// or the time a refill takes to pay for one retry. Zero means the
+	// budget ignores time, and no Advance operations are generated.
+	Scale time.Duration
+	// Horizon is the longest duration that still matters: a window, or the
+	// time to refill an empty bucket. Zero means 100 × Scale.
+	Horizon time.Duration
+}
+
+// Op draws one operation. With a zero Timing it draws no Advance.
+func Op(t *rapid.T, tm Timing) model.Op {
+	kinds := []model.OpKind{model.Request, model.Retry, model.Retry, model.Success}
+	if tm.Scale > 0 {
+		kinds = append(kinds, model.Advance)
+	}
+	switch rapid.SampledFrom(kinds).Draw(t, "op") {
+	case model.Request:
+		return model.OpRequest
+	case model.Retry:
+		return model.OpRetry(drawKind(t))
+	case model.Success:
+		return model.OpSuccess(drawKind(t))
+	}
+	return model.OpAdvance(Duration(t, tm))
+}
+
+// drawKind draws mostly retry kinds, sometimes FirstAttempt, and rarely a
+// kind that no caller should pass.
+func drawKind(t *rapid.T) model.Kind {
+	return rapid.SampledFrom([]model.Kind{
+		model.FirstAttempt, model.Transient, model.Transient, model.Throttled, model.Throttled, model.Kind(7),
+	}).Draw(t, "kind")
+}
+
+// Duration draws a clock step: nothing, a fraction of the scale, about one
+// scale, up to the horizon, far past it, or backwards.
+func Duration(t *rapid.T, tm Timing) time.Duration {
+	scale := int64(tm.Scale)
+	horizon := int64(tm.Horizon)
+	if horizon <= 0 {
+		horizon = 100 * scale
+	}
+	switch rapid.IntRange(0, 9).Draw(t, "step") {
+	case 0:
+		return 0
+	case 1, 2:
+		return time.Duration(rapid.Int64Range(1, max(scale/2, 1)).Draw(t, "fraction"))
+	case 3, 4:
+		return time.Duration(rapid.Int64Range(max(scale-1, 1), scale+1).Draw(t, "scale"))
+	case 5, 6:
+		return time.Duration(rapid.Int64Range(1, horizon).Draw(t, "horizon"))
+	case 7:
+		return time.Duration(rapid.Int64Range(horizon, 1<<62).Draw(t, "far"))
+	default:
+		return -time.Duration(rapid.Int64Range(1, horizon).Draw(t, "back"))
+	}
+}
+
+// Stats counts the answers a check saw, so that a test can show it reached
+// both sides of every threshold. It is safe for concurrent use.
+type Stats struct {
+	Granted, Denied atomic.Int64
+}
+
+// Check runs one rapid state machine: it builds a budget on a ManualClock
+// reading 0, then applies the same random operations to it and to m, and
+// fails as soon as a Retry's answer differs. Besides single operations it
+// applies bursts of one operation repeated up to 64 times, which drive a
+// budget from full to empty within one test case. stats may be nil.
+func Check[S any](t *rapid.T, m model.Model[S], newBudget func(budget.Clock) budget.Budget, tm Timing, stats *Stats) {
+	clock := new(budget.ManualClock)
+	b := newBudget(clock)
+	state := m.Init()
+	var history []string
+	step := func(t *rapid.T, op model.Op) {
+		var want bool
+		before := m.DescribeState(state)
+		state, want = m.Step(state, op)
+		got := Apply(b, clock, op)
+		history = append(history, model.Describe(op, got))
+		if got != want {
+			t.Fatalf("%v = %v, want %v (model state before: %s)\nhistory:\n  %s",
+				op, verdict(got), verdict(want), before, strings.Join(history, "\n  "))
+		}
+		if stats != nil && op.Op == model.Retry && op.Kind.IsRetry() {
+			if got {
+				stats.Granted.Add(1)
+			} else {
+				stats.Denied.Add(1)
+			}
+		}
+	}
+	t.Repeat(map[string]func(*rapid.T){
+		"": func(t *rapid.T) {},
+		"step": func(t *rapid.T) {
+			step(t, Op(t, tm))
+		},
+		"burst": func(t *rapid.T) {
+			op := Op(t, tm)
+			n := rapid.IntRange(2, 64).Draw(t, "times")
+			for range n {
+				step(t, op)
+			}
+		},
+	})
+}
+
+// Apply performs op on b and its clock and returns Retry's answer.
+func Apply(b budget.Budget, clock *budget.ManualClock, op model.Op) bool {
+	switch op.Op {
+	case model.Request:
+		b.Request()
+	case model.Retry:
+		return b.Retry(budget.Kind(op.Kind))
+	case model.Success:
+		b.Success(budget.Kind(op.Kind))
+	case model.Advance:
+		clock.Advance(op.D)
+	}
+	return false
+}
+
+func verdict(granted bool) string {
+	if granted {
+		return "granted"
+	}
+	return "denied"
+}

@@ -1,0 +1,160 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Kind classifies an attempt as in the budget contract: FirstAttempt, or a
+// retry after a Transient or a Throttled failure. The numeric values equal
+// those of the budget package's Kind.
+type Kind uint8
+
+// The attempt kinds.
+const (
+	FirstAttempt Kind = iota
+	Transient
+	Throttled
+)
+
+// IsRetry reports whether k is Transient or Throttled.
+func (k Kind) IsRetry() bool { return k == Transient || k == Throttled }
+
+// String returns "first", "transient", "throttled" or "Kind(N)".
+func (k Kind) String() string {
+	switch k {
+	case FirstAttempt:
+		return "first"
+	case Transient:
+		return "transient"
+	case Throttled:
+		return "throttled"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// OpKind names an operation.
+type OpKind uint8
+
+// The operations. The zero OpKind is not an operation.
+const (
+	Request OpKind = iota + 1 // a first attempt starts
+	Retry                     // may a retry of Op.Kind follow? Output: granted
+	Success                   // an attempt of Op.Kind succeeded
+	Advance                   // the clock moves by Op.D
+)
+
+// An Op is one operation on a budget or its clock.
+type Op struct {
+	Op   OpKind
+	Kind Kind          // for Retry and Success
+	D    time.Duration // for Advance
+}
+
+// Constructors for the operations, for tables and tests.
+var (
+	OpRequest = Op{Op: Request}
+)
+
+// OpRetry returns Retry(k).
+func OpRetry(k Kind) Op { return Op{Op: Retry, Kind: k} }
+
+// OpSuccess returns Success(k).
+func OpSuccess(k Kind) Op { return Op{Op: Success, Kind: k} }
+
+// OpAdvance returns Advance(d).
+func OpAdvance(d time.Duration) Op { return Op{Op: Advance, D: d} }
+
+// String describes op as in a history: "request", "retry(transient)",
+// "success(first)", "advance(1.5s)".
+func (op Op) String() string {
+	switch op.Op {
+	case Request:
+		return "request"
+	case Retry:
+		return "retry(" + op.Kind.String() + ")"
+	case Success:
+		return "success(" + op.Kind.String() + ")"
+	case Advance:
+		return "advance(" + op.D.String() + ")"
+	}
+	return fmt.Sprintf("Op(%d)", op.Op)
+}
+
+// Describe describes op with its output: "retry(transient) -> granted".
+// Only Retry has an output; other operations are described by String.
+func Describe(op Op, granted bool) string {
+	if op.Op != Retry {
+		return op.String()
+	}
+	if granted {
+		return op.String() + " -> granted"
+	}
+	return op.String() + " -> denied"
+}
+
+// A Model is the sequential specification of one budget, with its
+// parameters. S is its state; states are values, and Step never changes
+// the state it is given.
+type Model[S any] interface {
+	// Init returns the state of a newly built budget whose clock reads 0.
+	Init() S
+	// Step applies op to s and returns the next state and, for Retry,
+	// whether the retry is granted. It returns false for other operations.
+	Step(s S, op Op) (S, bool)
+	// Equal reports whether two states behave the same from now on.
+	Equal(a, b S) bool
+	// Hash returns a hash of s; equal states hash equal.
+	Hash(s S) uint64
+	// DescribeState describes s for a human: "tokens=486 now=1.2s".
+	DescribeState(s S) string
+}
+
+// Clock is the time part of every model's state.
+type Clock struct {
+	Now  time.Duration // the clock's reading
+	Seen time.Duration // the latest reading the budget has observed
+}
+
+// advance applies Advance(d). Like the budget package's ManualClock, the
+// reading wraps around on overflow.
+func (c Clock) advance(d time.Duration) Clock {
+	c.Now = time.Duration(int64(uint64(c.Now) + uint64(d)))
+	return c
+}
+
+// observe returns the instant an operation that reads the clock acts at:
+// the later of the reading and the latest reading seen.
+func (c Clock) observe() Clock {
+	if c.Now > c.Seen {
+		c.Seen = c.Now
+	}
+	return c
+}
+
+// String formats c as "now=1.2s", adding "seen=…" when the clock has gone
+// back behind the latest reading seen.
+func (c Clock) String() string {
+	if c.Seen > c.Now {
+		return "now=" + c.Now.String() + " seen=" + c.Seen.String()
+	}
+	return "now=" + c.Now.String()
+}
+
+// hash mixes words with FNV-1a over their bytes.
+func hash(words ...int64) uint64 {
+	h := uint64(14695981039346656037)
+	for _, w := range words {
+		for i := 0; i < 8; i++ {
+			h ^= uint64(byte(w >> (8 * i)))
+			h *= 1099511628211
+		}
+	}
+	return h
+}
+
+// formatMilli formats milli-units as a decimal number.
+func formatMilli(m int64) string {
+	return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64)
+}
