@@ -3,3 +3,5 @@ module github.com/retrybudget/retrybudget
 go 1.26
 
 require pgregory.net/rapid v1.3.0
+
+require github.com/aws/aws-sdk-go-v2 v1.48.0

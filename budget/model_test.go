@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
+	"github.com/retrybudget/retrybudget/model"
 )
 
 // The sequential checks: each reference budget, on a manual clock, answers
@@ -66,5 +67,19 @@ func checkCoverage(t *testing.T, s *seqcheck.Stats) {
 	t.Logf("retries granted %d, denied %d", g, d)
 	if g < 100 || d < 100 {
 		t.Errorf("the check saw %d granted and %d denied retries; want at least 100 of each", g, d)
+	}
+}
+
+// The model mirrors the budget's Kind values, so that the harness can convert
+// between them.
+func TestKindsMatchModel(t *testing.T) {
+	pairs := []struct {
+		b budget.Kind
+		m model.Kind
+	}{{budget.FirstAttempt, model.FirstAttempt}, {budget.Transient, model.Transient}, {budget.Throttled, model.Throttled}}
+	for _, p := range pairs {
+		if uint8(p.b) != uint8(p.m) || p.b.String() != p.m.String() {
+			t.Errorf("budget.%v = %d, model.%v = %d; want equal", p.b, p.b, p.m, p.m)
+		}
 	}
 }

@@ -100,7 +100,7 @@ func NewRatio(c RatioConfig) (*Ratio, error) {
 		return nil, configError("RatioConfig.Slots", c.Slots, "in [1, 1048576]")
 	}
 	if int64(c.Slots) > int64(c.Window) {
-		return nil, configError("RatioConfig.Slots", c.Slots, "at most Window in nanoseconds ("+c.Window.String()+" = "+itoa(int64(c.Window))+"ns)")
+		return nil, configError("RatioConfig.Slots", c.Slots, "at most Window in nanoseconds ("+itoa(int64(c.Window))+"), so that a slot is at least 1ns wide")
 	}
 	if c.Floor < 0 {
 		return nil, configError("RatioConfig.Floor", c.Floor, ">= 0")

@@ -18,13 +18,13 @@ const (
 // Start from [DefaultTokenBucketConfig] and change what you need.
 type TokenBucketConfig struct {
 	// Capacity is both the starting balance and the most the bucket holds.
-	// It must be in (0, 1000000].
+	// It must be in [0.001, 1000000].
 	Capacity float64
 	// TransientCost is charged for a retry after a Transient failure.
-	// It must be in (0, Capacity].
+	// It must be in [0.001, Capacity].
 	TransientCost float64
 	// ThrottledCost is charged for a retry after a Throttled failure.
-	// It must be in (0, Capacity].
+	// It must be in [0.001, Capacity].
 	ThrottledCost float64
 	// SuccessBonus is credited when a first attempt succeeds (and, with
 	// NoRefund, when a retry succeeds). It must be in [0, Capacity].
@@ -95,11 +95,11 @@ var _ Budget = (*TokenBucket)(nil)
 // NewTokenBucket returns a full TokenBucket configured by c, or an error
 // wrapping [ErrInvalidConfig] that names the first field out of range.
 func NewTokenBucket(c TokenBucketConfig) (*TokenBucket, error) {
-	capacity, err := milliRange("TokenBucketConfig.Capacity", c.Capacity, 1, maxBucketCapacity*milli, "in (0, 1000000]")
+	capacity, err := milliRange("TokenBucketConfig.Capacity", c.Capacity, 1, maxBucketCapacity*milli, "in [0.001, 1000000]")
 	if err != nil {
 		return nil, err
 	}
-	want := "in (0, Capacity=" + formatMilli(capacity) + "]"
+	want := "in [0.001, Capacity=" + formatMilli(capacity) + "]"
 	transient, err := milliRange("TokenBucketConfig.TransientCost", c.TransientCost, 1, capacity, want)
 	if err != nil {
 		return nil, err

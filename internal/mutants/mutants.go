@@ -70,4 +70,3 @@ func bucketCost(m model.TokenBucket, k budget.Kind) int64 {
 	}
 	return m.TransientCost
 }
-

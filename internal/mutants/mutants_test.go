@@ -64,4 +64,3 @@ func expectMismatch(t *testing.T, report string) {
 	lines := strings.SplitN(report, "\n", 12)
 	t.Logf("caught:\n%s", strings.Join(lines[:min(len(lines), 11)], "\n"))
 }
-

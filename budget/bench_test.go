@@ -1,0 +1,144 @@
+package budget_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+
+	"github.com/retrybudget/retrybudget/budget"
+)
+
+// The retry/success loop: each iteration asks for a transient retry and,
+// when granted, reports it successful, which refunds it. The bucket stays
+// full, so every budget takes its granting path on every iteration.
+//
+// Compare TokenBucket with AWSTokenRateLimit from the same run:
+//
+//	go test -run '^$' -bench 'RetrySuccess' -cpu 1,2 ./budget
+
+func benchmarkRetrySuccess(b *testing.B, bud budget.Budget) {
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			bud.Request()
+			if bud.Retry(budget.Transient) {
+				bud.Success(budget.Transient)
+			}
+		}
+	})
+}
+
+func BenchmarkRetrySuccess(b *testing.B) {
+	b.Run("TokenBucket", func(b *testing.B) {
+		bud, _ := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+		benchmarkRetrySuccess(b, bud)
+	})
+	b.Run("TokenBucketRefill", func(b *testing.B) {
+		c := budget.DefaultTokenBucketConfig()
+		c.RefillPerSecond = 10
+		bud, _ := budget.NewTokenBucket(c)
+		benchmarkRetrySuccess(b, bud)
+	})
+	// The AWS SDK for Go v2's retry quota: GetToken, then the release
+	// function it returns, as its retryer does after a successful retry.
+	b.Run("AWSTokenRateLimit", func(b *testing.B) {
+		rl := ratelimit.NewTokenRateLimit(500)
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				release, err := rl.GetToken(ctx, 14)
+				if err == nil {
+					_ = release()
+				}
+			}
+		})
+	})
+	for _, slots := range []int{10, 1000} {
+		b.Run("Ratio/slots="+itoa(slots), func(b *testing.B) {
+			c := budget.DefaultRatioConfig()
+			c.Slots = slots
+			bud, _ := budget.NewRatio(c)
+			benchmarkRetrySuccess(b, bud)
+		})
+	}
+	b.Run("Throttle", func(b *testing.B) {
+		bud, _ := budget.NewThrottle(10, 0.1)
+		benchmarkRetrySuccess(b, bud)
+	})
+}
+
+// BenchmarkHealthyTraffic models one call in a healthy service: nine in ten
+// calls succeed at the first attempt, and one in ten fails once and succeeds
+// at its retry. For the AWS SDK this is what its standard retryer does: a
+// successful first attempt adds NoRetryIncrement (1) to the quota, and a
+// retry takes GetToken(14) and releases it when it succeeds.
+func BenchmarkHealthyTraffic(b *testing.B) {
+	b.Run("TokenBucket", func(b *testing.B) {
+		bud, _ := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				i++
+				bud.Request()
+				if i%10 != 0 {
+					bud.Success(budget.FirstAttempt)
+				} else if bud.Retry(budget.Transient) {
+					bud.Success(budget.Transient)
+				}
+			}
+		})
+	})
+	b.Run("AWSTokenRateLimit", func(b *testing.B) {
+		rl := ratelimit.NewTokenRateLimit(500)
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				i++
+				if i%10 != 0 {
+					_ = rl.AddTokens(1)
+				} else if release, err := rl.GetToken(ctx, 14); err == nil {
+					_ = release()
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkRatioSlide moves a manual clock one slot width per iteration, so
+// that every call expires a slot: the cost must not grow with the slot count.
+func BenchmarkRatioSlide(b *testing.B) {
+	for _, slots := range []int{10, 1000} {
+		b.Run("slots="+itoa(slots), func(b *testing.B) {
+			clock := new(budget.ManualClock)
+			c := budget.DefaultRatioConfig()
+			c.Slots, c.Clock = slots, clock
+			bud, _ := budget.NewRatio(c)
+			width := c.Window / time.Duration(slots)
+			b.ReportAllocs()
+			for b.Loop() {
+				clock.Advance(width)
+				bud.Request()
+				bud.Retry(budget.Transient)
+			}
+		})
+	}
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var buf [20]byte
+	i := len(buf)
+	for ; n > 0; n /= 10 {
+		i--
+		buf[i] = byte('0' + n%10)
+	}
+	return string(buf[i:])
+}

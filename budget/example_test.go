@@ -1,0 +1,104 @@
+package budget_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
+)
+
+func ExampleNewTokenBucket() {
+	b, err := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(b.Retry(budget.Transient), b.Available()) // 500 - 14
+	fmt.Println(b.Retry(budget.Throttled), b.Available()) // - 5
+	b.Success(budget.Transient)                           // a successful retry refunds its cost
+	fmt.Println(b.Available())
+	// Output:
+	// true 486
+	// true 481
+	// 495
+}
+
+func ExampleNewTokenBucket_refill() {
+	// Seed 000's bucket: 40 tokens, 1 per retry, +0.1 per success, refilled
+	// at 1 token per second. A ManualClock stands in for time.
+	clock := new(budget.ManualClock)
+	b, err := budget.NewTokenBucket(budget.TokenBucketConfig{
+		Capacity: 40, TransientCost: 1, ThrottledCost: 1,
+		SuccessBonus: 0.1, NoRefund: true, RefillPerSecond: 1, Clock: clock,
+	})
+	if err != nil {
+		panic(err)
+	}
+	for b.Retry(budget.Transient) {
+	}
+	fmt.Println(b.Available())
+	clock.Advance(2500 * time.Millisecond)
+	fmt.Println(b.Available())
+	// Output:
+	// 0
+	// 2.5
+}
+
+func ExampleNewRatio() {
+	c := budget.DefaultRatioConfig() // 10% over 10 s, floor 3
+	c.Clock = new(budget.ManualClock)
+	b, err := budget.NewRatio(c)
+	if err != nil {
+		panic(err)
+	}
+	for range 50 {
+		b.Request()
+	}
+	granted := 0
+	for b.Retry(budget.Transient) {
+		granted++
+	}
+	fmt.Println(granted, "retries for 50 requests")
+	// Output: 5 retries for 50 requests
+}
+
+func ExampleNewThrottle() {
+	// gRPC's retry throttling with maxTokens 10 and tokenRatio 0.1: retries
+	// stop once the count is at or below 5.
+	b, err := budget.NewThrottle(10, 0.1)
+	if err != nil {
+		panic(err)
+	}
+	for i := 0; i < 6; i++ {
+		fmt.Print(b.Retry(budget.Transient), " ")
+	}
+	fmt.Println(b.Available())
+	// Output: true true true true false false 4
+}
+
+func ExampleConfigError() {
+	_, err := budget.NewRatio(budget.RatioConfig{Ratio: 1.5, Window: time.Second, Slots: 10})
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, budget.ErrInvalidConfig))
+	// Output:
+	// budget: RatioConfig.Ratio must be in (0, 1], got 1.5
+	// true
+}
+
+func ExampleManualClock() {
+	var clock budget.ManualClock
+	clock.Advance(1500 * time.Millisecond)
+	clock.Advance(-500 * time.Millisecond) // budgets treat this as the latest reading they saw
+	fmt.Println(clock.Now())
+	// Output: 1s
+}
+
+func ExampleKind() {
+	for _, k := range []budget.Kind{budget.FirstAttempt, budget.Transient, budget.Throttled} {
+		fmt.Println(k, k.IsRetry())
+	}
+	// Output:
+	// first false
+	// transient true
+	// throttled true
+}
