@@ -13,7 +13,7 @@ race:
 
 # The sequential checks at the acceptance level (-rapid.checks=2000).
 props:
-	$(GO) test -run 'MatchesModel' -rapid.checks=$(RAPIDCHECKS) ./budget
+	$(GO) test ./budget -count=1 -v -run 'MatchesModel' -rapid.checks=$(RAPIDCHECKS)
 
 # One run, both CPU counts, so ratios compare numbers from the same binary.
 bench:

@@ -18,10 +18,15 @@ func TestTokenBucketMatchesModel(t *testing.T) {
 	var stats seqcheck.Stats
 	rapid.Check(t, func(t *rapid.T) {
 		m := seqcheck.DrawTokenBucket(t, true)
-		seqcheck.Check(t, m, func(c budget.Clock) budget.Budget {
-			b, err := budget.NewTokenBucket(seqcheck.TokenBucketConfig(m, c))
-			return must(t, b, err)
-		}, seqcheck.TokenBucketTiming(m), &stats)
+		seqcheck.Check(t, seqcheck.Subject[model.TokenBucketState]{
+			Model: m,
+			New: func(c budget.Clock) budget.Budget {
+				b, err := budget.NewTokenBucket(seqcheck.TokenBucketConfig(m, c))
+				return must(t, b, err)
+			},
+			Timing:  seqcheck.TokenBucketTiming(m),
+			Balance: m.Balance,
+		}, &stats)
 	})
 	checkCoverage(t, &stats)
 }
@@ -30,10 +35,14 @@ func TestRatioMatchesModel(t *testing.T) {
 	var stats seqcheck.Stats
 	rapid.Check(t, func(t *rapid.T) {
 		m := seqcheck.DrawRatio(t)
-		seqcheck.Check(t, m, func(c budget.Clock) budget.Budget {
-			b, err := budget.NewRatio(seqcheck.RatioConfig(m, c))
-			return must(t, b, err)
-		}, seqcheck.RatioTiming(m), &stats)
+		seqcheck.Check(t, seqcheck.Subject[model.RatioState]{
+			Model: m,
+			New: func(c budget.Clock) budget.Budget {
+				b, err := budget.NewRatio(seqcheck.RatioConfig(m, c))
+				return must(t, b, err)
+			},
+			Timing: seqcheck.RatioTiming(m),
+		}, &stats)
 	})
 	checkCoverage(t, &stats)
 }
@@ -42,10 +51,14 @@ func TestThrottleMatchesModel(t *testing.T) {
 	var stats seqcheck.Stats
 	rapid.Check(t, func(t *rapid.T) {
 		m := seqcheck.DrawThrottle(t)
-		seqcheck.Check(t, m, func(budget.Clock) budget.Budget {
-			b, err := budget.NewThrottle(float64(m.Max)/1000, float64(m.Ratio)/1000)
-			return must(t, b, err)
-		}, seqcheck.Timing{}, &stats)
+		seqcheck.Check(t, seqcheck.Subject[model.ThrottleState]{
+			Model: m,
+			New: func(budget.Clock) budget.Budget {
+				b, err := budget.NewThrottle(float64(m.Max)/1000, float64(m.Ratio)/1000)
+				return must(t, b, err)
+			},
+			Balance: m.Balance,
+		}, &stats)
 	})
 	checkCoverage(t, &stats)
 }

@@ -37,6 +37,9 @@ func (m Throttle) Step(s ThrottleState, op Op) (ThrottleState, bool) {
 	return s, false
 }
 
+// Balance returns the token count of s in milli-tokens.
+func (m Throttle) Balance(s ThrottleState) int64 { return s.Tokens }
+
 // Equal reports a == b.
 func (m Throttle) Equal(a, b ThrottleState) bool { return a == b }
 

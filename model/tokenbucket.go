@@ -110,6 +110,10 @@ func (m TokenBucket) refill(s TokenBucketState) TokenBucketState {
 	return s
 }
 
+// Balance returns the balance of s as of its clock's reading, in
+// milli-tokens: what an observation now would find. It changes nothing.
+func (m TokenBucket) Balance(s TokenBucketState) int64 { return m.refill(s).Tokens }
+
 // Equal reports a == b.
 func (m TokenBucket) Equal(a, b TokenBucketState) bool { return a == b }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
+	"github.com/retrybudget/retrybudget/model"
 )
 
 // Each test shows the sequential check failing on a mutant, and says what it
@@ -17,9 +18,10 @@ import (
 func TestSequentialCatchesUnclampedRefund(t *testing.T) {
 	report := seqcheck.ExpectFailure(t, func(t *rapid.T) {
 		m := seqcheck.DrawTokenBucket(t, false)
-		seqcheck.Check(t, m, func(budget.Clock) budget.Budget {
-			return mutants.NewUnclampedRefund(m)
-		}, seqcheck.Timing{}, nil)
+		seqcheck.Check(t, seqcheck.Subject[model.TokenBucketState]{
+			Model: m,
+			New:   func(budget.Clock) budget.Budget { return mutants.NewUnclampedRefund(m) },
+		}, nil)
 	})
 	expectMismatch(t, report)
 }
@@ -27,9 +29,11 @@ func TestSequentialCatchesUnclampedRefund(t *testing.T) {
 func TestSequentialCatchesFloorAdded(t *testing.T) {
 	report := seqcheck.ExpectFailure(t, func(t *rapid.T) {
 		m := seqcheck.DrawRatio(t)
-		seqcheck.Check(t, m, func(c budget.Clock) budget.Budget {
-			return mutants.NewFloorAdded(m, c)
-		}, seqcheck.RatioTiming(m), nil)
+		seqcheck.Check(t, seqcheck.Subject[model.RatioState]{
+			Model:  m,
+			New:    func(c budget.Clock) budget.Budget { return mutants.NewFloorAdded(m, c) },
+			Timing: seqcheck.RatioTiming(m),
+		}, nil)
 	})
 	expectMismatch(t, report)
 }
@@ -37,9 +41,10 @@ func TestSequentialCatchesFloorAdded(t *testing.T) {
 func TestSequentialCatchesThresholdOffByOne(t *testing.T) {
 	report := seqcheck.ExpectFailure(t, func(t *rapid.T) {
 		m := seqcheck.DrawThrottle(t)
-		seqcheck.Check(t, m, func(budget.Clock) budget.Budget {
-			return mutants.NewThresholdOffByOne(m)
-		}, seqcheck.Timing{}, nil)
+		seqcheck.Check(t, seqcheck.Subject[model.ThrottleState]{
+			Model: m,
+			New:   func(budget.Clock) budget.Budget { return mutants.NewThresholdOffByOne(m) },
+		}, nil)
 	})
 	expectMismatch(t, report)
 }
@@ -49,9 +54,11 @@ func TestSequentialCatchesThresholdOffByOne(t *testing.T) {
 func TestCorrectRatioPassesSequential(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := seqcheck.DrawRatio(t)
-		seqcheck.Check(t, m, func(c budget.Clock) budget.Budget {
-			return mutants.NewCorrectRatio(m, c)
-		}, seqcheck.RatioTiming(m), nil)
+		seqcheck.Check(t, seqcheck.Subject[model.RatioState]{
+			Model:  m,
+			New:    func(c budget.Clock) budget.Budget { return mutants.NewCorrectRatio(m, c) },
+			Timing: seqcheck.RatioTiming(m),
+		}, nil)
 	})
 }
 

@@ -83,16 +83,38 @@ type Stats struct {
 	Granted, Denied atomic.Int64
 }
 
-// Check runs one rapid state machine: it builds a budget on a ManualClock
-// reading 0, then applies the same random operations to it and to m, and
-// fails as soon as a Retry's answer differs. Besides single operations it
-// applies bursts of one operation repeated up to 64 times, which drive a
-// budget from full to empty within one test case. stats may be nil.
-func Check[S any](t *rapid.T, m model.Model[S], newBudget func(budget.Clock) budget.Budget, tm Timing, stats *Stats) {
+// A Subject couples a budget under test with the model it claims to follow.
+type Subject[S any] struct {
+	Model model.Model[S]
+	// New builds the budget on clock, which reads 0.
+	New func(clock budget.Clock) budget.Budget
+	// Timing says which clock steps matter; zero for a budget that
+	// ignores time.
+	Timing Timing
+	// Balance, if set, returns the balance the model holds in s as of its
+	// clock's reading, in milli-tokens. The budget must then have an
+	// Available() float64 method, and the check compares the two after
+	// every operation, which catches state that has gone wrong before any
+	// answer shows it.
+	Balance func(s S) int64
+}
+
+// Check runs one rapid state machine: it builds the subject's budget on a
+// ManualClock reading 0, applies the same random operations to it and to the
+// model, and fails as soon as a Retry's answer (or the balance) differs.
+// Besides single operations it applies bursts of one operation repeated up
+// to 64 times, which drive a budget from full to empty within one test case,
+// and trickles: up to 64 small clock steps each followed by an operation,
+// which make fixed-point fractions add up. stats may be nil.
+func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 	clock := new(budget.ManualClock)
-	b := newBudget(clock)
+	b := sub.New(clock)
+	m := sub.Model
 	state := m.Init()
 	var history []string
+	fail := func(t *rapid.T, format string, args ...any) {
+		t.Fatalf(format+"\nhistory:\n  %s", append(args, strings.Join(history, "\n  "))...)
+	}
 	step := func(t *rapid.T, op model.Op) {
 		var want bool
 		before := m.DescribeState(state)
@@ -100,8 +122,17 @@ func Check[S any](t *rapid.T, m model.Model[S], newBudget func(budget.Clock) bud
 		got := Apply(b, clock, op)
 		history = append(history, model.Describe(op, got))
 		if got != want {
-			t.Fatalf("%v = %v, want %v (model state before: %s)\nhistory:\n  %s",
-				op, verdict(got), verdict(want), before, strings.Join(history, "\n  "))
+			fail(t, "%v = %v, want %v (model state before: %s)", op, verdict(got), verdict(want), before)
+		}
+		if sub.Balance != nil {
+			av, ok := b.(interface{ Available() float64 })
+			if !ok {
+				t.Fatalf("%T has no Available() float64 method, and the subject compares balances", b)
+			}
+			got, want := av.Available(), float64(sub.Balance(state))/1000
+			if got != want {
+				fail(t, "after %v: Available() = %v, want %v (model state: %s)", op, got, want, m.DescribeState(state))
+			}
 		}
 		if stats != nil && op.Op == model.Retry && op.Kind.IsRetry() {
 			if got {
@@ -114,12 +145,24 @@ func Check[S any](t *rapid.T, m model.Model[S], newBudget func(budget.Clock) bud
 	t.Repeat(map[string]func(*rapid.T){
 		"": func(t *rapid.T) {},
 		"step": func(t *rapid.T) {
-			step(t, Op(t, tm))
+			step(t, Op(t, sub.Timing))
 		},
 		"burst": func(t *rapid.T) {
-			op := Op(t, tm)
+			op := Op(t, sub.Timing)
 			n := rapid.IntRange(2, 64).Draw(t, "times")
 			for range n {
+				step(t, op)
+			}
+		},
+		"trickle": func(t *rapid.T) {
+			if sub.Timing.Scale == 0 {
+				t.Skip("the budget ignores time")
+			}
+			d := time.Duration(rapid.Int64Range(1, max(int64(sub.Timing.Scale)/3, 1)).Draw(t, "tick"))
+			op := Op(t, Timing{})
+			n := rapid.IntRange(2, 64).Draw(t, "times")
+			for range n {
+				step(t, model.OpAdvance(d))
 				step(t, op)
 			}
 		},
