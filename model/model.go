@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -157,4 +158,64 @@ func hash(words ...int64) uint64 {
 // formatMilli formats milli-units as a decimal number.
 func formatMilli(m int64) string {
 	return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64)
+}
+
+// MarshalText encodes op as its String form, so that histories saved as JSON
+// read as "retry(transient)" rather than numbers.
+func (op Op) MarshalText() ([]byte, error) {
+	if op.Op < Request || op.Op > Advance {
+		return nil, fmt.Errorf("model: cannot encode %v", op)
+	}
+	return []byte(op.String()), nil
+}
+
+// UnmarshalText decodes the String form of an operation.
+func (op *Op) UnmarshalText(text []byte) error {
+	s := string(text)
+	name, arg, hasArg := strings.Cut(s, "(")
+	if hasArg {
+		if !strings.HasSuffix(arg, ")") {
+			return fmt.Errorf("model: bad operation %q", s)
+		}
+		arg = strings.TrimSuffix(arg, ")")
+	}
+	switch {
+	case name == "request" && !hasArg:
+		*op = OpRequest
+		return nil
+	case (name == "retry" || name == "success") && hasArg:
+		k, err := parseKind(arg)
+		if err != nil {
+			return fmt.Errorf("model: bad operation %q: %w", s, err)
+		}
+		if name == "retry" {
+			*op = OpRetry(k)
+		} else {
+			*op = OpSuccess(k)
+		}
+		return nil
+	case name == "advance" && hasArg:
+		d, err := time.ParseDuration(arg)
+		if err != nil {
+			return fmt.Errorf("model: bad operation %q: %w", s, err)
+		}
+		*op = OpAdvance(d)
+		return nil
+	}
+	return fmt.Errorf("model: bad operation %q", s)
+}
+
+func parseKind(s string) (Kind, error) {
+	for k := FirstAttempt; k <= Throttled; k++ {
+		if s == k.String() {
+			return k, nil
+		}
+	}
+	if n, ok := strings.CutPrefix(s, "Kind("); ok {
+		v, err := strconv.ParseUint(strings.TrimSuffix(n, ")"), 10, 8)
+		if err == nil && strings.HasSuffix(n, ")") {
+			return Kind(v), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown kind %q", s)
 }

@@ -78,3 +78,32 @@ func TestOpStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestOpTextRoundTrip(t *testing.T) {
+	ops := []model.Op{
+		model.OpRequest,
+		model.OpRetry(model.Transient), model.OpRetry(model.Throttled), model.OpRetry(model.FirstAttempt), model.OpRetry(model.Kind(7)),
+		model.OpSuccess(model.FirstAttempt), model.OpSuccess(model.Throttled),
+		model.OpAdvance(0), model.OpAdvance(1500 * time.Millisecond), model.OpAdvance(-3), model.OpAdvance(1<<63 - 1), model.OpAdvance(-1 << 63),
+	}
+	for _, op := range ops {
+		text, err := op.MarshalText()
+		if err != nil {
+			t.Errorf("%v.MarshalText() = %v", op, err)
+			continue
+		}
+		var got model.Op
+		if err := got.UnmarshalText(text); err != nil || got != op {
+			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", text, got, err, op)
+		}
+	}
+	for _, bad := range []string{"", "retry", "retry(", "retry(sideways)", "advance(soon)", "request()", "Kind(7)", "success(Kind(300))"} {
+		var op model.Op
+		if err := op.UnmarshalText([]byte(bad)); err == nil {
+			t.Errorf("UnmarshalText(%q) = %v, want an error", bad, op)
+		}
+	}
+	if _, err := (model.Op{}).MarshalText(); err == nil {
+		t.Errorf("MarshalText of the zero Op succeeded, want an error")
+	}
+}

@@ -22,6 +22,11 @@ type ratio struct {
 	// allowed returns how many retries the window allows. Correct:
 	// max(floor, proportional).
 	allowed func(floor, proportional int64) int64
+	// inWindow reports whether slot number n counts in the window whose
+	// newest slot is h. Correct: h-n < Slots.
+	inWindow func(h, n int64) bool
+	// reuse makes s hold slot number n. Correct: clear its counts.
+	reuse func(s *model.SlotCount, n int64)
 }
 
 func newRatio(m model.Ratio, clock budget.Clock) *ratio {
@@ -30,6 +35,8 @@ func newRatio(m model.Ratio, clock budget.Clock) *ratio {
 		r.ring[i].Slot = math.MinInt64 // in no window the clock can reach
 	}
 	r.allowed = func(floor, proportional int64) int64 { return max(floor, proportional) }
+	r.inWindow = func(h, n int64) bool { return uint64(h)-uint64(n) < uint64(m.Slots) }
+	r.reuse = func(s *model.SlotCount, n int64) { *s = model.SlotCount{Slot: n} }
 	return r
 }
 
@@ -49,7 +56,7 @@ func (r *ratio) Retry(k budget.Kind) bool {
 	h := s.Slot
 	var reqs, retries int64
 	for _, c := range r.ring {
-		if uint64(h)-uint64(c.Slot) < uint64(len(r.ring)) {
+		if r.inWindow(h, c.Slot) {
 			reqs += c.Requests
 			retries += c.Retries
 		}
@@ -74,7 +81,7 @@ func (r *ratio) slot() *model.SlotCount {
 	n := int64(r.last) / w // r.last >= 0: the clock starts at 0 and never goes below what was seen
 	s := &r.ring[n%int64(len(r.ring))]
 	if s.Slot != n {
-		*s = model.SlotCount{Slot: n}
+		r.reuse(s, n)
 	}
 	return s
 }
@@ -96,6 +103,47 @@ func NewFloorAdded(m model.Ratio, clock budget.Clock) FloorAdded {
 	r := newRatio(m, clock)
 	r.allowed = func(floor, proportional int64) int64 { return floor + proportional } // BUG
 	return FloorAdded{r}
+}
+
+// NeverEvicted is a ratio budget whose slots are relabelled for the new
+// slot of time but never cleared, so what a slot counted a window ago still
+// counts: old requests keep inflating the allowance, and old retries keep
+// using it up. Over time the budget drifts from its ratio in both
+// directions.
+//
+// Bug class: a ring buffer whose reuse forgets to reset the entry (the
+// expiry half of a sliding window left out). Caught by the sequential
+// check.
+type NeverEvicted struct{ *ratio }
+
+var _ budget.Budget = NeverEvicted{}
+
+// NewNeverEvicted returns an empty NeverEvicted for m reading clock, which
+// must read 0 now.
+func NewNeverEvicted(m model.Ratio, clock budget.Clock) NeverEvicted {
+	r := newRatio(m, clock)
+	r.reuse = func(s *model.SlotCount, n int64) { s.Slot = n } // BUG: counts kept
+	return NeverEvicted{r}
+}
+
+// EarlyEviction is a ratio budget whose window holds one slot fewer than
+// it should: a count leaves the window a slot width early, so the window is
+// (Slots-1)/Slots of what was configured. With few slots the loss is large:
+// two slots make a window of half the configured length.
+//
+// Seen in: tower's retry budget (Rust), whose expiry loop clears one slot
+// too many, so deposits are forgotten before the window has passed. Caught
+// by the sequential check.
+type EarlyEviction struct{ *ratio }
+
+var _ budget.Budget = EarlyEviction{}
+
+// NewEarlyEviction returns an empty EarlyEviction for m reading clock, which
+// must read 0 now.
+func NewEarlyEviction(m model.Ratio, clock budget.Clock) EarlyEviction {
+	r := newRatio(m, clock)
+	r.inWindow = func(h, n int64) bool { return uint64(h)-uint64(n) < uint64(m.Slots)-1 } // BUG: one slot short
+	return EarlyEviction{r}
 }
 
 // CorrectRatio is the ratio budget the mutants are built from, with no bug.

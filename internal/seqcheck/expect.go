@@ -17,6 +17,18 @@ import (
 // calling test must therefore not be parallel.
 func ExpectFailure(t *testing.T, prop func(*rapid.T)) string {
 	t.Helper()
+	report, failed := Falsify(t, prop)
+	if !failed {
+		t.Fatalf("the check passed; it should have caught the broken implementation")
+	}
+	return report
+}
+
+// Falsify runs rapid.Check on prop without failing t, and returns rapid's
+// report and whether the property failed. Like ExpectFailure, it moves t to
+// a temporary working directory.
+func Falsify(t *testing.T, prop func(*rapid.T)) (report string, failed bool) {
+	t.Helper()
 	t.Chdir(t.TempDir())
 	r := &recorder{name: t.Name()}
 	done := make(chan struct{})
@@ -25,10 +37,7 @@ func ExpectFailure(t *testing.T, prop func(*rapid.T)) string {
 		rapid.Check(r, prop)
 	}()
 	<-done
-	if !r.Failed() {
-		t.Fatalf("the check passed; it should have caught the broken implementation")
-	}
-	return r.String()
+	return r.String(), r.Failed()
 }
 
 // recorder is a rapid.TB that records failures instead of failing a test.

@@ -1,0 +1,55 @@
+package mutants
+
+import (
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/model"
+)
+
+// Race is the check of go test -race. A mutant caught by it has plain data
+// races, and must only run in a child process.
+const Race Check = "race"
+
+// Refill says what a token-bucket mutant needs of its parameters.
+type Refill int
+
+const (
+	AnyRefill      Refill = iota // works with or without refill
+	NoRefill                     // implements no refill: check it without
+	RequiresRefill               // its bug is in the refill: check it with
+)
+
+// A Mutant is one deliberately broken budget. Exactly one constructor is set,
+// for the family of the budget it breaks.
+type Mutant struct {
+	Name     string
+	CaughtBy Check // the check that must catch it
+
+	TokenBucket func(model.TokenBucket, budget.Clock) budget.Budget
+	Refill      Refill // for TokenBucket mutants
+	Ratio       func(model.Ratio, budget.Clock) budget.Budget
+	Throttle    func(model.Throttle, budget.Clock) budget.Budget
+}
+
+// Budgets returns every budget mutant.
+func Budgets() []Mutant {
+	return []Mutant{
+		{Name: "CheckThenAct", CaughtBy: Linearizable, Refill: NoRefill,
+			TokenBucket: func(m model.TokenBucket, _ budget.Clock) budget.Budget { return NewCheckThenAct(m) }},
+		{Name: "MissingLock", CaughtBy: Race, Refill: NoRefill,
+			TokenBucket: func(m model.TokenBucket, _ budget.Clock) budget.Budget { return NewMissingLock(m) }},
+		{Name: "UnclampedRefund", CaughtBy: Sequential, Refill: NoRefill,
+			TokenBucket: func(m model.TokenBucket, _ budget.Clock) budget.Budget { return NewUnclampedRefund(m) }},
+		{Name: "WrongKindRefund", CaughtBy: Sequential, Refill: AnyRefill,
+			TokenBucket: func(m model.TokenBucket, c budget.Clock) budget.Budget { return NewWrongKindRefund(m, c) }},
+		{Name: "DoubleRefill", CaughtBy: Linearizable, Refill: RequiresRefill,
+			TokenBucket: func(m model.TokenBucket, c budget.Clock) budget.Budget { return NewDoubleRefill(m, c) }},
+		{Name: "FloorAdded", CaughtBy: Sequential,
+			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewFloorAdded(m, c) }},
+		{Name: "NeverEvicted", CaughtBy: Sequential,
+			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewNeverEvicted(m, c) }},
+		{Name: "EarlyEviction", CaughtBy: Sequential,
+			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewEarlyEviction(m, c) }},
+		{Name: "ThresholdOffByOne", CaughtBy: Sequential,
+			Throttle: func(m model.Throttle, _ budget.Clock) budget.Budget { return NewThresholdOffByOne(m) }},
+	}
+}

@@ -1,0 +1,238 @@
+package linearizability
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/retrybudget/retrybudget/model"
+)
+
+// A Verdict is the outcome of a check.
+type Verdict int
+
+// The verdicts. Inconclusive is never a pass: the search ran out of time
+// before it found an order or proved there is none.
+const (
+	Linearizable Verdict = iota + 1
+	Violation
+	Inconclusive
+)
+
+// String returns "linearizable", "violation" or "inconclusive".
+func (v Verdict) String() string {
+	switch v {
+	case Linearizable:
+		return "linearizable"
+	case Violation:
+		return "violation"
+	case Inconclusive:
+		return "inconclusive"
+	}
+	return fmt.Sprintf("Verdict(%d)", int(v))
+}
+
+// MarshalText encodes v as its String form.
+func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// UnmarshalText decodes the String form of a verdict.
+func (v *Verdict) UnmarshalText(b []byte) error {
+	for _, c := range []Verdict{Linearizable, Violation, Inconclusive} {
+		if string(b) == c.String() {
+			*v = c
+			return nil
+		}
+	}
+	return fmt.Errorf("linearizability: unknown verdict %q", b)
+}
+
+// A Result is what Check found.
+type Result[S any] struct {
+	Verdict Verdict
+	History History
+	Elapsed time.Duration // time the search took
+
+	// Set for a Violation:
+	Prefix []Operation // the longest order of operations the model accepts
+	State  S           // the model's state after Prefix
+	Stuck  []Stuck     // operations that could come next, and why each cannot
+
+	m    model.Model[S]
+	pm   porcupine.Model
+	info porcupine.LinearizationInfo
+}
+
+// Stuck is an operation that real time allows next after the longest
+// accepted order, with what the model would have answered.
+type Stuck struct {
+	Operation
+	ModelGranted bool // the model's answer, for a Retry
+}
+
+// Porcupine returns the porcupine model that Check uses for m. Its inputs
+// are model.Op values and its outputs the bool a Retry returned.
+func Porcupine[S any](m model.Model[S]) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return m.Init() },
+		Step: func(state, input, output any) (bool, any) {
+			op := input.(model.Op)
+			next, granted := m.Step(state.(S), op)
+			if op.Op == model.Retry && granted != output.(bool) {
+				return false, state
+			}
+			return true, next
+		},
+		Equal: func(a, b any) bool { return m.Equal(a.(S), b.(S)) },
+		Hash:  func(s any) uint64 { return m.Hash(s.(S)) },
+		DescribeOperation: func(input, output any) string {
+			return model.Describe(input.(model.Op), output.(bool))
+		},
+		DescribeState: func(s any) string { return m.DescribeState(s.(S)) },
+	}
+}
+
+func toPorcupine(h History) []porcupine.Operation {
+	ops := make([]porcupine.Operation, len(h))
+	for i, o := range h {
+		ops[i] = porcupine.Operation{ClientId: o.Client, Input: o.Op, Output: o.Granted, Call: o.Call, Return: o.Return}
+	}
+	return ops
+}
+
+// Check searches for an order of h that m accepts, for at most timeout
+// (0 means no limit), and says what it found.
+func Check[S any](m model.Model[S], h History, timeout time.Duration) Result[S] {
+	r := Result[S]{History: h, m: m, pm: Porcupine(m)}
+	ops := toPorcupine(h)
+	start := time.Now()
+	res := porcupine.CheckOperationsTimeout(r.pm, ops, timeout)
+	r.Elapsed = time.Since(start)
+	switch res {
+	case porcupine.Ok:
+		r.Verdict = Linearizable
+		return r
+	case porcupine.Unknown:
+		r.Verdict = Inconclusive
+		return r
+	}
+	r.Verdict = Violation
+	// Search again, keeping what a human needs to see. It finds the same
+	// violation; if it runs out of time, the explanation is partial.
+	_, r.info = porcupine.CheckOperationsVerbose(r.pm, ops, max(timeout, 10*time.Second))
+	r.explain()
+	return r
+}
+
+// explain fills Prefix, State and Stuck from the longest partial
+// linearization.
+func (r *Result[S]) explain() {
+	var longest []int
+	for _, partition := range r.info.PartialLinearizations() {
+		for _, p := range partition {
+			if len(p) > len(longest) {
+				longest = p
+			}
+		}
+	}
+	state := r.m.Init()
+	placed := make([]bool, len(r.History))
+	for _, id := range longest {
+		o := r.History[id]
+		r.Prefix = append(r.Prefix, o)
+		state, _ = r.m.Step(state, o.Op)
+		placed[id] = true
+	}
+	r.State = state
+	// Real time allows next any unplaced operation that was called before
+	// every unplaced operation returned.
+	firstReturn := int64(1<<63 - 1)
+	for i, o := range r.History {
+		if !placed[i] {
+			firstReturn = min(firstReturn, o.Return)
+		}
+	}
+	for i, o := range r.History {
+		if !placed[i] && o.Call <= firstReturn {
+			_, granted := r.m.Step(state, o.Op)
+			r.Stuck = append(r.Stuck, Stuck{Operation: o, ModelGranted: granted})
+		}
+	}
+}
+
+// Model returns the model the history was checked against.
+func (r Result[S]) Model() model.Model[S] { return r.m }
+
+// Explain describes the result for a human. For a violation it shows the
+// end of the longest order the model accepts, the model's state there, and
+// the operations that cannot come next.
+func (r Result[S]) Explain() string {
+	var b strings.Builder
+	switch r.Verdict {
+	case Linearizable:
+		fmt.Fprintf(&b, "linearizable: %d operations (checked in %v)\n", len(r.History), r.Elapsed.Round(time.Microsecond))
+		return b.String()
+	case Inconclusive:
+		fmt.Fprintf(&b, "inconclusive: the search of %d operations ran out of time after %v; this is not a pass\n",
+			len(r.History), r.Elapsed.Round(time.Millisecond))
+		return b.String()
+	}
+	fmt.Fprintf(&b, "not linearizable: no order of the %d operations explains every answer the budget gave\n", len(r.History))
+	fmt.Fprintf(&b, "the longest order the model accepts has %d operations", len(r.Prefix))
+	const tail = 8
+	if len(r.Prefix) > tail {
+		fmt.Fprintf(&b, "; its last %d:\n", tail)
+	} else {
+		b.WriteString(":\n")
+	}
+	state := r.m.Init()
+	for i, o := range r.Prefix {
+		state, _ = r.m.Step(state, o.Op)
+		if i >= len(r.Prefix)-tail {
+			fmt.Fprintf(&b, "  %-50s => %s\n", o.String(), r.m.DescribeState(state))
+		}
+	}
+	fmt.Fprintf(&b, "there the model is in state %s, and no operation can come next:\n", r.m.DescribeState(r.State))
+	for _, s := range r.Stuck {
+		fmt.Fprintf(&b, "  %-50s", s.Operation.String())
+		if s.Op.Op == model.Retry && s.Granted != s.ModelGranted {
+			fmt.Fprintf(&b, " but the model answers %s", answer(s.ModelGranted))
+		} else {
+			b.WriteString(" the model accepts it, but no order after it works")
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// WriteHTML writes porcupine's interactive rendering of the history and its
+// partial linearizations to path. It works for a Violation only.
+func (r Result[S]) WriteHTML(path string) error {
+	if r.Verdict != Violation {
+		return fmt.Errorf("linearizability: nothing to render for a %v history", r.Verdict)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return porcupine.VisualizePath(r.pm, r.info, path)
+}
+
+// Clients returns how many goroutines made h's operations, the clock's
+// included.
+func (h History) Clients() int {
+	n := 0
+	for _, o := range h {
+		n = max(n, o.Client+1)
+	}
+	return n
+}
+
+func answer(granted bool) string {
+	if granted {
+		return "granted"
+	}
+	return "denied"
+}

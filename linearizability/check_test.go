@@ -1,0 +1,91 @@
+package linearizability_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/model"
+)
+
+var oneRetry = model.TokenBucket{Capacity: 14_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
+
+func op(client int, o model.Op, granted bool, call, ret int64) linearizability.Operation {
+	return linearizability.Operation{Client: client, Op: o, Granted: granted, Call: call, Return: ret}
+}
+
+func TestCheckVerdicts(t *testing.T) {
+	retry := model.OpRetry(model.Transient)
+	tests := []struct {
+		name string
+		h    linearizability.History
+		want linearizability.Verdict
+	}{
+		{"OverlappingRetriesOneGranted", linearizability.History{
+			op(1, retry, true, 1, 4), op(2, retry, false, 2, 3),
+		}, linearizability.Linearizable},
+		{"OverlappingRetriesBothGranted", linearizability.History{
+			op(1, retry, true, 1, 4), op(2, retry, true, 2, 3),
+		}, linearizability.Violation},
+		{"RefundOverlapsExplainsSecondGrant", linearizability.History{
+			op(1, retry, true, 1, 2), op(2, model.OpSuccess(model.Transient), false, 3, 6), op(1, retry, true, 4, 5),
+		}, linearizability.Linearizable},
+		{"RefundAfterCannotExplainEarlierGrant", linearizability.History{
+			op(1, retry, true, 1, 2), op(1, retry, true, 3, 4), op(2, model.OpSuccess(model.Transient), false, 5, 6),
+		}, linearizability.Violation},
+		{"DeniedWhileFull", linearizability.History{
+			op(1, retry, false, 1, 2),
+		}, linearizability.Violation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := linearizability.Check(oneRetry, tt.h, 5*time.Second)
+			if r.Verdict != tt.want {
+				t.Errorf("Check = %v, want %v\n%s", r.Verdict, tt.want, r.Explain())
+			}
+		})
+	}
+}
+
+func TestExplainNamesTheStuckOperation(t *testing.T) {
+	retry := model.OpRetry(model.Transient)
+	h := linearizability.History{
+		op(0, model.OpRequest, false, 1, 2),
+		op(1, retry, true, 3, 6), op(2, retry, true, 4, 5),
+	}
+	r := linearizability.Check(oneRetry, h, 5*time.Second)
+	if r.Verdict != linearizability.Violation {
+		t.Fatalf("Check = %v, want violation", r.Verdict)
+	}
+	if len(r.Prefix) != 2 || r.State.Tokens != 0 {
+		t.Errorf("longest order %v ending in %+v; want request and one retry, then 0 tokens", r.Prefix, r.State)
+	}
+	text := r.Explain()
+	for _, want := range []string{
+		"not linearizable", "the longest order the model accepts has 2 operations",
+		"model is in state tokens=0", "retry(transient) -> granted", "but the model answers denied",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("Explain() lacks %q:\n%s", want, text)
+		}
+	}
+	t.Logf("\n%s", text)
+}
+
+func TestTimeoutIsInconclusive(t *testing.T) {
+	// A linearizable history that takes milliseconds to search, with a
+	// timeout far too short: the verdict must be inconclusive, never
+	// linearizable.
+	var h linearizability.History
+	for i := range int64(50_000) {
+		h = append(h, op(int(i%4)+1, model.OpSuccess(model.FirstAttempt), false, 2*i+1, 2*i+4))
+	}
+	r := linearizability.Check(oneRetry, h, time.Nanosecond)
+	if r.Verdict != linearizability.Inconclusive {
+		t.Fatalf("Check with a 1ns timeout = %v, want inconclusive", r.Verdict)
+	}
+	if !strings.Contains(r.Explain(), "this is not a pass") {
+		t.Errorf("Explain() = %q", r.Explain())
+	}
+}

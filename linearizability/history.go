@@ -1,0 +1,45 @@
+package linearizability
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/retrybudget/retrybudget/model"
+)
+
+// An Operation is one completed call in a history.
+type Operation struct {
+	// Client is the goroutine that made the call: 0 for the operations run
+	// before the concurrent part, 1..K for the K goroutines, and K+1 for the
+	// clock goroutine.
+	Client  int      `json:"client"`
+	Op      model.Op `json:"op"`
+	Granted bool     `json:"granted,omitempty"` // Retry's answer
+	Call    int64    `json:"call"`              // stamp taken just before the call
+	Return  int64    `json:"return"`            // stamp taken just after it returned
+}
+
+// String describes o as "[12,15] g2 retry(transient) -> granted".
+func (o Operation) String() string {
+	return fmt.Sprintf("[%d,%d] %s %s", o.Call, o.Return, clientName(o.Client), model.Describe(o.Op, o.Granted))
+}
+
+func clientName(c int) string {
+	if c == 0 {
+		return "pre"
+	}
+	return fmt.Sprintf("g%d", c)
+}
+
+// A History is the operations of one run, in the order they were called.
+type History []Operation
+
+// String lists the operations one per line.
+func (h History) String() string {
+	var b strings.Builder
+	for _, o := range h {
+		b.WriteString(o.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

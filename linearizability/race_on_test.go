@@ -1,0 +1,5 @@
+//go:build race
+
+package linearizability_test
+
+const raceEnabled = true
