@@ -3,7 +3,10 @@ GO ?= go
 BENCHTIME ?= 1s
 RAPIDCHECKS ?= 2000
 
-.PHONY: test race bench lint check props
+SCENARIOS ?= 200
+CATCHRUNS ?= 5
+
+.PHONY: test race bench lint check props lin killmatrix
 
 test:
 	$(GO) test ./...
@@ -15,9 +18,18 @@ race:
 props:
 	$(GO) test ./budget -count=1 -v -run 'MatchesModel' -rapid.checks=$(RAPIDCHECKS)
 
+# Concurrent scenarios per reference budget, under the race detector.
+lin:
+	$(GO) test -race ./linearizability -count=1 -v -run 'TestReferenceBudgetsAreLinearizable' -scenarios=$(SCENARIOS)
+
+# Every check against every reference budget and mutant; prints the matrix.
+killmatrix:
+	$(GO) test ./internal/mutants -count=1 -v -run 'TestKillMatrix' -catch-runs=$(CATCHRUNS)
+
 # One run, both CPU counts, so ratios compare numbers from the same binary.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1,2 ./budget
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./linearizability
 
 lint:
 	$(GO) vet ./...

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
@@ -25,14 +24,8 @@ func tokenBucket(m model.TokenBucket) linearizability.Subject[model.TokenBucketS
 	tm := seqcheck.TokenBucketTiming(m)
 	return linearizability.Subject[model.TokenBucketState]{
 		Model: m,
-		New: func(c budget.Clock) budget.Budget {
-			b, err := budget.NewTokenBucket(seqcheck.TokenBucketConfig(m, c))
-			if err != nil {
-				panic(err)
-			}
-			return b
-		},
-		Gen: linearizability.GenConfig{Scale: tm.Scale, Horizon: tm.Horizon},
+		New:   seqcheck.NewTokenBucket(m),
+		Gen:   linearizability.GenConfig{Scale: tm.Scale, Horizon: tm.Horizon},
 	}
 }
 
@@ -40,27 +33,15 @@ func ratio(m model.Ratio) linearizability.Subject[model.RatioState] {
 	tm := seqcheck.RatioTiming(m)
 	return linearizability.Subject[model.RatioState]{
 		Model: m,
-		New: func(c budget.Clock) budget.Budget {
-			b, err := budget.NewRatio(seqcheck.RatioConfig(m, c))
-			if err != nil {
-				panic(err)
-			}
-			return b
-		},
-		Gen: linearizability.GenConfig{Scale: tm.Scale, Horizon: tm.Horizon},
+		New:   seqcheck.NewRatio(m),
+		Gen:   linearizability.GenConfig{Scale: tm.Scale, Horizon: tm.Horizon},
 	}
 }
 
 func throttle(m model.Throttle) linearizability.Subject[model.ThrottleState] {
 	return linearizability.Subject[model.ThrottleState]{
 		Model: m,
-		New: func(budget.Clock) budget.Budget {
-			b, err := budget.NewThrottle(float64(m.Max)/1000, float64(m.Ratio)/1000)
-			if err != nil {
-				panic(err)
-			}
-			return b
-		},
+		New:   seqcheck.NewThrottle(m),
 	}
 }
 

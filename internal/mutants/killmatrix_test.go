@@ -148,31 +148,12 @@ func throttleImpl(name string, must mutants.Check, newB func(model.Throttle, bud
 }
 
 func references() []impl {
-	newBucket := func(m model.TokenBucket, c budget.Clock) budget.Budget {
-		b, err := budget.NewTokenBucket(seqcheck.TokenBucketConfig(m, c))
-		if err != nil {
-			panic(err)
-		}
-		return b
-	}
-	newRatio := func(m model.Ratio, c budget.Clock) budget.Budget {
-		b, err := budget.NewRatio(seqcheck.RatioConfig(m, c))
-		if err != nil {
-			panic(err)
-		}
-		return b
-	}
-	newThrottle := func(m model.Throttle, _ budget.Clock) budget.Budget {
-		b, err := budget.NewThrottle(float64(m.Max)/1000, float64(m.Ratio)/1000)
-		if err != nil {
-			panic(err)
-		}
-		return b
-	}
 	return []impl{
-		bucketImpl("budget.TokenBucket", "", mutants.AnyRefill, newBucket, true),
-		ratioImpl("budget.Ratio", "", newRatio),
-		throttleImpl("budget.Throttle", "", newThrottle, true),
+		bucketImpl("budget.TokenBucket", "", mutants.AnyRefill, func(m model.TokenBucket, c budget.Clock) budget.Budget {
+			return seqcheck.NewTokenBucket(m)(c)
+		}, true),
+		ratioImpl("budget.Ratio", "", func(m model.Ratio, c budget.Clock) budget.Budget { return seqcheck.NewRatio(m)(c) }),
+		throttleImpl("budget.Throttle", "", func(m model.Throttle, c budget.Clock) budget.Budget { return seqcheck.NewThrottle(m)(c) }, true),
 	}
 }
 

@@ -104,3 +104,40 @@ func DrawThrottle(t *rapid.T) model.Throttle {
 }
 
 func milliToFloat(m int64) float64 { return float64(m) / 1000 }
+
+// NewTokenBucket returns a factory of reference TokenBuckets configured as m
+// specifies. It panics if the constructor rejects m: a test's parameters
+// are the test's bug.
+func NewTokenBucket(m model.TokenBucket) func(budget.Clock) budget.Budget {
+	return func(c budget.Clock) budget.Budget {
+		b, err := budget.NewTokenBucket(TokenBucketConfig(m, c))
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+}
+
+// NewRatio returns a factory of reference Ratios configured as m specifies.
+// It panics if the constructor rejects m.
+func NewRatio(m model.Ratio) func(budget.Clock) budget.Budget {
+	return func(c budget.Clock) budget.Budget {
+		b, err := budget.NewRatio(RatioConfig(m, c))
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+}
+
+// NewThrottle returns a factory of reference Throttles configured as m
+// specifies. It panics if the constructor rejects m.
+func NewThrottle(m model.Throttle) func(budget.Clock) budget.Budget {
+	return func(budget.Clock) budget.Budget {
+		b, err := budget.NewThrottle(float64(m.Max)/1000, float64(m.Ratio)/1000)
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+}
