@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -101,4 +102,40 @@ func ExampleKind() {
 	// first false
 	// transient true
 	// throttled true
+}
+
+func ExampleRetrier() {
+	b, err := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+	if err != nil {
+		panic(err)
+	}
+	// One Retrier and one budget, shared by every call to a dependency.
+	r := &budget.Retrier{Budget: b, MaxAttempts: 3, BaseDelay: time.Millisecond}
+
+	calls := 0
+	err = r.Do(context.Background(), func(ctx context.Context, a budget.Attempt) error {
+		calls++
+		if a.N == 1 {
+			return errors.New("503 service unavailable") // retried as Transient
+		}
+		return nil
+	})
+	fmt.Println(err, calls, b.Available()) // the retry cost 14 and its success refunded it
+	// Output: <nil> 2 500
+}
+
+func ExampleRetrier_denied() {
+	b, err := budget.NewTokenBucket(budget.TokenBucketConfig{Capacity: 14, TransientCost: 14, ThrottledCost: 5})
+	if err != nil {
+		panic(err)
+	}
+	r := &budget.Retrier{Budget: b, MaxAttempts: 5, BaseDelay: time.Millisecond}
+	fail := func(context.Context, budget.Attempt) error { return errors.New("connection reset") }
+
+	err = r.Do(context.Background(), fail) // one retry, then the bucket is empty
+	fmt.Println(errors.Is(err, budget.ErrDenied))
+	fmt.Println(err)
+	// Output:
+	// true
+	// budget: retry denied after 2 attempts: connection reset
 }
