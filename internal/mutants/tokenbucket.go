@@ -194,3 +194,6 @@ func (d *DoubleRefill) Retry(k budget.Kind) bool {
 func (d *DoubleRefill) Success(k budget.Kind) {
 	d.step(model.OpSuccess(model.Kind(k)))
 }
+
+// Available returns the balance in tokens, as budgets that report one do.
+func (b *CheckThenAct) Available() float64 { return float64(b.tokens.Load()) / 1000 }

@@ -1,0 +1,5 @@
+//go:build race
+
+package stress_test
+
+const raceEnabled = true
