@@ -32,7 +32,11 @@ func (s *spy) Retry(k budget.Kind) bool {
 	s.granted = append(s.granted, k)
 	return true
 }
-func (s *spy) Success(k budget.Kind) { s.mu.Lock(); s.successes = append(s.successes, k); s.mu.Unlock() }
+func (s *spy) Success(k budget.Kind) {
+	s.mu.Lock()
+	s.successes = append(s.successes, k)
+	s.mu.Unlock()
+}
 
 var errBoom = errors.New("boom")
 
