@@ -8,3 +8,5 @@ require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 )
+
+require go.uber.org/goleak v1.3.0 // indirect

@@ -1,0 +1,77 @@
+package mutants_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/retrybudget/retrybudget/internal/mutants"
+	"github.com/retrybudget/retrybudget/stress"
+)
+
+// TestLoopKillMatrix runs every loop check, each in a child process, on the
+// reference loop, on the correct loop the mutants are built from, and on
+// every loop mutant, and prints the matrix. The references must pass
+// everything; each mutant must fail the check named for it.
+func TestLoopKillMatrix(t *testing.T) {
+	type row struct {
+		loop     stress.Loop
+		caughtBy string
+	}
+	rows := []row{{stress.RetrierLoop(), ""}, {mutants.CorrectLoop(), ""}}
+	for _, m := range mutants.Loops() {
+		rows = append(rows, row{m.Loop, m.CaughtBy})
+	}
+	checks := stress.LoopChecks()
+	results := map[string]map[string]stress.Outcome{}
+	for _, r := range rows {
+		outcomes := stress.IsolatedLoopChecks(t, r.loop, 0)
+		if outcomes == nil {
+			continue // the child: its check has run
+		}
+		results[r.loop.Name] = outcomes
+		for _, c := range checks {
+			o := outcomes[c.Name]
+			switch {
+			case r.caughtBy == "" && o.Result != "pass":
+				t.Errorf("%s failed %s (%s):\n%s", r.loop.Name, c.Name, o.Result, o.Output)
+			case r.caughtBy == c.Name && o.Result != "fail" && o.Result != "crash":
+				t.Errorf("%s escaped %s (%s), the check that must catch it", r.loop.Name, c.Name, o.Result)
+			case r.caughtBy == c.Name:
+				t.Logf("%s caught by %s:\n%s", r.loop.Name, c.Name, indent(o.Output))
+			}
+		}
+	}
+	if len(results) == 0 {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "loop kill matrix (p pass, F fail, C crash, s skip; * the check that must catch the row)\n%-22s", "loop")
+	for i := range checks {
+		fmt.Fprintf(&b, " %3d", i+1)
+	}
+	b.WriteByte('\n')
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%-22s", r.loop.Name)
+		for _, c := range checks {
+			mark := map[string]string{"pass": "p", "fail": "F", "crash": "C", "skip": "s"}[results[r.loop.Name][c.Name].Result]
+			if c.Name == r.caughtBy {
+				mark += "*"
+			}
+			fmt.Fprintf(&b, " %3s", mark)
+		}
+		b.WriteByte('\n')
+	}
+	for i, c := range checks {
+		fmt.Fprintf(&b, "%3d %s: %s\n", i+1, c.Name, c.Rule)
+	}
+	t.Log("\n" + b.String())
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > 8 {
+		lines = append(lines[:8], "...")
+	}
+	return "    " + strings.Join(lines, "\n    ")
+}

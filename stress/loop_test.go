@@ -1,0 +1,26 @@
+package stress_test
+
+import (
+	"flag"
+	"testing"
+
+	"github.com/retrybudget/retrybudget/stress"
+)
+
+var loopReps = flag.Int("loop-reps", 20, "repetitions of the loop checks on budget.Retrier")
+
+// The reference loop keeps every promise, every time.
+func TestRetrierPassesLoopChecks(t *testing.T) {
+	for range *loopReps {
+		stress.RunLoopChecks(t, stress.RetrierLoop())
+		if t.Failed() {
+			break
+		}
+	}
+}
+
+// CheckLoop isolates each check in a child process; the reference loop
+// passes there too.
+func TestRetrierPassesIsolatedLoopChecks(t *testing.T) {
+	stress.CheckLoop(t, stress.RetrierLoop())
+}

@@ -1,0 +1,32 @@
+package stress
+
+import (
+	"context"
+	"errors"
+
+	"github.com/retrybudget/retrybudget/budget"
+)
+
+// RetrierLoop adapts the budget package's Retrier to the loop checks: a
+// model for writing an adapter of your own.
+func RetrierLoop() Loop {
+	return Loop{
+		Name: "budget.Retrier",
+		Call: func(ctx context.Context, b budget.Budget, s Settings, op func(context.Context) error) error {
+			r := &budget.Retrier{
+				Budget:      b,
+				MaxAttempts: s.MaxAttempts,
+				BaseDelay:   s.BaseDelay,
+				MaxDelay:    s.MaxDelay,
+				MaxElapsed:  s.MaxElapsed,
+				Classify: func(err error) (budget.Kind, bool) {
+					if errors.Is(err, ErrPermanent) {
+						return budget.FirstAttempt, false
+					}
+					return budget.DefaultClassifier(err)
+				},
+			}
+			return r.Do(ctx, func(ctx context.Context, _ budget.Attempt) error { return op(ctx) })
+		},
+	}
+}
