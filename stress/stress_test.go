@@ -107,7 +107,7 @@ func TestMissingLockChild(t *testing.T) {
 
 func TestRaceDetectorCatchesMissingLock(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMissingLockChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "RETRYBUDGET_STRESS_CHILD=missinglock")
+	cmd.Env = append(stress.ChildEnv(), "RETRYBUDGET_STRESS_CHILD=missinglock")
 	out, err := cmd.CombinedOutput()
 	text := string(out)
 	switch {

@@ -19,6 +19,7 @@ import (
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/stress"
 )
 
 var (
@@ -255,7 +256,7 @@ func TestRacyMutantChild(t *testing.T) {
 func runChild(t *testing.T, name string) (verdict, detail string, d time.Duration) {
 	start := time.Now()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRacyMutantChild$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+name)
+	cmd.Env = append(stress.ChildEnv(), childEnv+"="+name)
 	out, err := cmd.CombinedOutput()
 	d = time.Since(start)
 	text := string(out)
