@@ -5,8 +5,9 @@ RAPIDCHECKS ?= 2000
 
 SCENARIOS ?= 200
 CATCHRUNS ?= 5
+STRESSRUNS ?= 50
 
-.PHONY: test race bench lint check props lin killmatrix
+.PHONY: test race bench lint check props lin killmatrix stress
 
 test:
 	$(GO) test ./...
@@ -24,7 +25,11 @@ lin:
 
 # Every check against every reference budget and mutant; prints the matrix.
 killmatrix:
-	$(GO) test ./internal/mutants -count=1 -v -run 'TestKillMatrix' -catch-runs=$(CATCHRUNS)
+	$(GO) test ./internal/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch-runs=$(CATCHRUNS)
+
+# Stress runs of every reference budget under the race detector.
+stress:
+	$(GO) test -race ./stress -count=1 -v -run 'TestReferenceBudgetsHoldTheirInvariants' -stress-runs=$(STRESSRUNS)
 
 # One run, both CPU counts, so ratios compare numbers from the same binary.
 bench:

@@ -3,6 +3,7 @@ package stress_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"strings"
@@ -36,8 +37,10 @@ func run(t *testing.T, seed uint64, step time.Duration, newBudget func(budget.Cl
 	return r
 }
 
+var stressRuns = flag.Int("stress-runs", 5, "stress runs of each reference budget")
+
 func TestReferenceBudgetsHoldTheirInvariants(t *testing.T) {
-	const runs = 5
+	runs := *stressRuns
 	for seed := range uint64(runs) {
 		if err := run(t, seed, 0, seqcheck.NewTokenBucket(bucket)).CheckTokenBucket(bucket); err != nil {
 			t.Errorf("TokenBucket, seed %d: %v", seed, err)
