@@ -6,8 +6,11 @@ RAPIDCHECKS ?= 2000
 SCENARIOS ?= 200
 CATCHRUNS ?= 5
 STRESSRUNS ?= 50
+FUZZTIME ?= 30s
+FUZZTARGETS = FuzzRatioWindow FuzzRatio FuzzTokenBucket FuzzThrottle FuzzConfig
+MUTANTTIME ?= 60
 
-.PHONY: test race bench lint check props lin killmatrix stress
+.PHONY: test race bench lint check props lin killmatrix stress fuzz fuzz-mutants
 
 test:
 	$(GO) test ./...
@@ -30,6 +33,18 @@ killmatrix:
 # Stress runs of every reference budget under the race detector.
 stress:
 	$(GO) test -race ./stress -count=1 -v -run 'TestReferenceBudgetsHoldTheirInvariants' -stress-runs=$(STRESSRUNS)
+
+# Every fuzz target in turn (go test -fuzz takes one target per run).
+fuzz:
+	@for t in $(FUZZTARGETS); do \
+		echo "== $$t"; \
+		$(GO) test ./fuzz -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s || exit 1; \
+	done
+
+# Time to first failure for each slot-arithmetic mutant, fuzzed from the
+# seed corpus without its own crashers.
+fuzz-mutants:
+	scripts/fuzz-mutants.sh $(MUTANTTIME)
 
 # One run, both CPU counts, so ratios compare numbers from the same binary.
 bench:

@@ -1,0 +1,28 @@
+// Package fuzz holds the native Go fuzz targets of the harness and the
+// decoders that turn a fuzzer's bytes into budget parameters and operation
+// sequences.
+//
+// The targets, in fuzz_test.go:
+//
+//   - FuzzRatioWindow drives the Ratio budget's slot arithmetic with
+//     arbitrary windows, slot counts and clock readings (negative, near
+//     math.MaxInt64, going backwards, jumping past the window) and compares
+//     it with the model after every step.
+//   - FuzzTokenBucket, FuzzRatio and FuzzThrottle replay an operation
+//     sequence decoded from the fuzzer's bytes on a reference budget and on
+//     its model, and compare every answer (and the balance, where there is
+//     one).
+//   - FuzzConfig checks that the constructors never panic and accept
+//     exactly the configurations their documentation allows.
+//
+// Seed corpora live in testdata/fuzz/<Target>/, and plain go test replays
+// them. Fuzz one target at a time:
+//
+//	go test ./fuzz -run '^$' -fuzz '^FuzzRatioWindow$' -fuzztime 30s
+//
+// or all of them in turn with make fuzz FUZZTIME=30s. Setting
+// RETRYBUDGET_FUZZ_RATIO to the name of a ratio mutant points FuzzRatio and
+// FuzzRatioWindow at that mutant instead of the reference budget; the
+// fuzz-mutants make target uses it to time how long fuzzing takes to find
+// each one.
+package fuzz
