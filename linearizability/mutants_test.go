@@ -70,9 +70,20 @@ func TestCheckThenActIsRaceFreeButNotLinearizable(t *testing.T) {
 func TestMinimizeCheckThenAct(t *testing.T) {
 	sub := checkThenAct(tightBucket)
 	_, s := findViolation(t, sub, 2000)
-	rep := linearizability.Minimize(s, *minimizeTries, violation(sub))
-	t.Logf("minimized from %d to %d operations in %d runs (%v):\n%s\n%s",
-		rep.From.Len(), rep.To.Len(), rep.Runs, rep.Elapsed.Round(time.Millisecond), rep.To, rep.Witness.Explain())
+	// A race that needs two calls to meet within nanoseconds reproduces in
+	// a small fraction of runs, less on a loaded machine, so one greedy
+	// pass can stop early; a second pass from the first's result starts
+	// from a much smaller scenario.
+	var rep linearizability.MinimizeReport[linearizability.Result[model.TokenBucketState]]
+	for pass := 1; pass <= 3; pass++ {
+		rep = linearizability.Minimize(s, *minimizeTries, violation(sub))
+		t.Logf("pass %d: minimized from %d to %d operations in %d runs (%v):\n%s\n%s",
+			pass, rep.From.Len(), rep.To.Len(), rep.Runs, rep.Elapsed.Round(time.Millisecond), rep.To, rep.Witness.Explain())
+		if rep.To.Len() <= 6 {
+			break
+		}
+		s = rep.To
+	}
 	if rep.To.Len() > 6 {
 		t.Errorf("minimized scenario has %d operations, want at most 6", rep.To.Len())
 	}
@@ -81,7 +92,7 @@ func TestMinimizeCheckThenAct(t *testing.T) {
 	}
 }
 
-var minimizeTries = flag.Int("minimize-tries", 2000, "runs of each candidate scenario in TestMinimizeCheckThenAct")
+var minimizeTries = flag.Int("minimize-tries", 3000, "runs of each candidate scenario in TestMinimizeCheckThenAct")
 
 // violation returns a Minimize callback: run the scenario once, and fail
 // with the result when it is a violation.

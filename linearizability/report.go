@@ -20,11 +20,14 @@ type Subject[S any] struct {
 	// Gen says what scenarios to draw; its Scale must be set for a budget
 	// whose answers depend on time, or no clock steps are drawn.
 	Gen GenConfig
+	// Advance, if set, moves time instead of the ManualClock's Advance (see
+	// RecordWith).
+	Advance func(clock *budget.ManualClock, d time.Duration)
 }
 
 // Trial records s once on a budget of sub and checks the history.
 func Trial[S any](ctx context.Context, sub Subject[S], s Scenario, timeout time.Duration) (Result[S], error) {
-	h, err := Record(ctx, s, sub.New)
+	h, err := RecordWith(ctx, s, sub.New, sub.Advance)
 	if err != nil {
 		return Result[S]{}, err
 	}

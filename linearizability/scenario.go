@@ -97,6 +97,9 @@ type GenConfig struct {
 	// Horizon is the longest step that still matters (a window; the time
 	// to refill an empty bucket). Zero means 100 × Scale.
 	Horizon time.Duration
+	// Forward draws no backward clock steps, for budgets on the wall
+	// clock, whose time cannot go back.
+	Forward bool
 }
 
 func (c GenConfig) withDefaults() GenConfig {
@@ -130,7 +133,11 @@ func Generate(r *rand.Rand, c GenConfig) Scenario {
 		s.Goroutines[i] = drawOps(r, c.Ops)
 	}
 	for range c.ClockSteps {
-		s.Clock = append(s.Clock, drawStep(r, c.Scale, c.Horizon))
+		d := drawStep(r, c.Scale, c.Horizon)
+		if c.Forward && d < 0 {
+			d = -d
+		}
+		s.Clock = append(s.Clock, d)
 	}
 	return s
 }
@@ -191,6 +198,13 @@ var ErrTimeout = errors.New("linearizability: the run did not finish; a goroutin
 // returns ErrTimeout joined with ctx's error; the stuck goroutines are left
 // behind, since nothing can stop them.
 func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, error) {
+	return RecordWith(ctx, s, newBudget, nil)
+}
+
+// RecordWith is Record with advance, if not nil, moving time instead of the
+// ManualClock's Advance: for a budget that reads the wall clock inside a
+// testing/synctest bubble, advance sleeps.
+func RecordWith(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget, advance func(*budget.ManualClock, time.Duration)) (History, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
@@ -200,7 +214,7 @@ func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget
 	}
 	done := make(chan result, 1)
 	go func() {
-		h, err := record(s, newBudget)
+		h, err := record(s, newBudget, advance)
 		done <- result{h, err}
 	}()
 	select {
@@ -211,7 +225,7 @@ func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget
 	}
 }
 
-func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, err error) {
+func record(s Scenario, newBudget func(budget.Clock) budget.Budget, advance func(*budget.ManualClock, time.Duration)) (h History, err error) {
 	clock := new(budget.ManualClock)
 	var b budget.Budget
 	if err := recovered("building the budget", func() { b = newBudget(clock) }); err != nil {
@@ -232,7 +246,11 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		case model.Success:
 			b.Success(budget.Kind(op.Kind))
 		case model.Advance:
-			clock.Advance(op.D)
+			if advance != nil {
+				advance(clock, op.D)
+			} else {
+				clock.Advance(op.D)
+			}
 		}
 		o.Return = stamp.Add(1)
 		return o

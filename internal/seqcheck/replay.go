@@ -31,7 +31,7 @@ func Replay[S any](sub Subject[S], init S, start time.Duration, ops []model.Op) 
 		before := sub.Model.DescribeState(state)
 		var want bool
 		state, want = sub.Model.Step(state, op)
-		got := Apply(b, clock, op)
+		got := sub.apply(b, clock, op)
 		history = append(history, model.Describe(op, got))
 		if got != want {
 			return fmt.Errorf("%v = %v, want %v (model state before: %s)\nhistory:\n  %s",

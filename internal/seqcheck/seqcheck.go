@@ -26,6 +26,9 @@ type Timing struct {
 	// Horizon is the longest duration that still matters: a window, or the
 	// time to refill an empty bucket. Zero means 100 × Scale.
 	Horizon time.Duration
+	// Forward draws no backward clock steps: for budgets on the wall clock,
+	// whose time cannot go back.
+	Forward bool
 }
 
 // Op draws one operation. With a zero Timing it draws no Advance.
@@ -72,6 +75,11 @@ func Duration(t *rapid.T, tm Timing) time.Duration {
 		return time.Duration(rapid.Int64Range(1, horizon).Draw(t, "horizon"))
 	case 7:
 		return time.Duration(rapid.Int64Range(horizon, 1<<62).Draw(t, "far"))
+	}
+	if tm.Forward {
+		return time.Duration(rapid.Int64Range(1, horizon).Draw(t, "forward"))
+	}
+	switch {
 	default:
 		return -time.Duration(rapid.Int64Range(1, horizon).Draw(t, "back"))
 	}
@@ -91,6 +99,10 @@ type Subject[S any] struct {
 	// Timing says which clock steps matter; zero for a budget that
 	// ignores time.
 	Timing Timing
+	// Advance, if set, moves time by d instead of clock.Advance(d). A
+	// budget that reads the wall clock itself runs inside a
+	// testing/synctest bubble, and Advance sleeps there.
+	Advance func(clock *budget.ManualClock, d time.Duration)
 	// Balance, if set, returns the balance the model holds in s as of its
 	// clock's reading, in milli-tokens. The budget must then have an
 	// Available() float64 method, and the check compares the two after
@@ -119,7 +131,7 @@ func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 		var want bool
 		before := m.DescribeState(state)
 		state, want = m.Step(state, op)
-		got := Apply(b, clock, op)
+		got := sub.apply(b, clock, op)
 		history = append(history, model.Describe(op, got))
 		if got != want {
 			fail(t, "%v = %v, want %v (model state before: %s)", op, verdict(got), verdict(want), before)
@@ -167,6 +179,14 @@ func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 			}
 		},
 	})
+}
+
+func (sub Subject[S]) apply(b budget.Budget, clock *budget.ManualClock, op model.Op) bool {
+	if op.Op == model.Advance && sub.Advance != nil {
+		sub.Advance(clock, op.D)
+		return false
+	}
+	return Apply(b, clock, op)
 }
 
 // Apply performs op on b and its clock and returns Retry's answer.
