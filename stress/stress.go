@@ -114,7 +114,7 @@ func Stress(ctx context.Context, c Config, newBudget func(budget.Clock) budget.B
 	case r := <-done:
 		return r.run, r.err
 	case <-ctx.Done():
-		buf := make([]byte, 64<<10) // the first 64 KiB of stacks name the stuck calls
+		buf := make([]byte, 16<<10) // the first 16 KiB of stacks name the stuck calls
 		buf = buf[:runtime.Stack(buf, true)]
 		return nil, fmt.Errorf("%w after %v (%w)\ngoroutines:\n%s", ErrDeadlock, c.Timeout, ctx.Err(), buf)
 	}

@@ -30,6 +30,14 @@ func ExpectFailure(t *testing.T, prop func(*rapid.T)) string {
 func Falsify(t *testing.T, prop func(*rapid.T)) (report string, failed bool) {
 	t.Helper()
 	t.Chdir(t.TempDir())
+	return FalsifyHere(t, prop)
+}
+
+// FalsifyHere is Falsify without the change of directory: on a failure
+// rapid writes its fail file under testdata/rapid in the working directory,
+// for -rapid.failfile to replay. It is safe in parallel tests.
+func FalsifyHere(t testing.TB, prop func(*rapid.T)) (report string, failed bool) {
+	t.Helper()
 	r := &recorder{name: t.Name()}
 	done := make(chan struct{})
 	go func() {

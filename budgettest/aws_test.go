@@ -1,0 +1,209 @@
+package budgettest_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	smithymiddle "github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/stress"
+)
+
+// awsQuota adapts the AWS SDK for Go v2's retry quota,
+// aws/ratelimit.TokenRateLimit, to the Budget contract, calling it as the
+// SDK's standard retryer does: GetToken(14 or 5) before a retry, the cost
+// back when the retry succeeds, AddTokens(1) when a first attempt succeeds.
+type awsQuota struct{ rl *ratelimit.TokenRateLimit }
+
+func awsCost(k budget.Kind) uint {
+	if k == budget.Throttled {
+		return 5
+	}
+	return 14
+}
+
+func (a awsQuota) Request() {}
+
+func (a awsQuota) Retry(k budget.Kind) bool {
+	if !k.IsRetry() {
+		return false
+	}
+	_, err := a.rl.GetToken(context.Background(), awsCost(k))
+	return err == nil
+}
+
+func (a awsQuota) Success(k budget.Kind) {
+	if k.IsRetry() {
+		a.rl.AddTokens(awsCost(k)) // what the release function GetToken returned does
+		return
+	}
+	a.rl.AddTokens(1)
+}
+
+func (a awsQuota) Available() float64 { return float64(a.rl.Remaining()) }
+
+// The AWS SDK's TokenRateLimit, checked against the model of the same
+// quota: this is how a team puts its own budget through the suite.
+func TestAWSTokenRateLimit(t *testing.T) {
+	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+		Name:  "aws/ratelimit.TokenRateLimit",
+		Model: model.AWS(), // 500 tokens, 14 per transient retry, 5 per throttled, +1 per first-attempt success
+		New: func(*testing.T, budget.Clock) budget.Budget {
+			return awsQuota{ratelimit.NewTokenRateLimit(500)}
+		},
+	})
+}
+
+// awsLimiter adapts a Budget to the SDK's retry.RateLimiter, so that the
+// SDK's retry loop spends the budget the checks watch.
+type awsLimiter struct{ b budget.Budget }
+
+var errQuota = errors.New("retry quota exceeded")
+
+func (l awsLimiter) GetToken(_ context.Context, cost uint) (func() error, error) {
+	k := budget.Transient
+	if cost == 5 {
+		k = budget.Throttled
+	}
+	if !l.b.Retry(k) {
+		return nil, errQuota
+	}
+	return func() error { l.b.Success(k); return nil }, nil
+}
+
+func (l awsLimiter) AddTokens(uint) error { l.b.Success(budget.FirstAttempt); return nil }
+
+// awsLoop runs one call through the SDK's own retry loop, the Attempt
+// middleware of aws/retry with the standard retryer, around a fake handler
+// that calls op. The checks' errors are mapped onto the SDK's
+// classification; a server delay travels as the SDK expects it, in an
+// X-Amz-Retry-After header of the response.
+func awsLoop() stress.Loop {
+	classify := func(err error) aws.Ternary {
+		var ra *stress.RetryAfterError
+		switch {
+		case errors.Is(err, stress.ErrPermanent):
+			return aws.FalseTernary
+		case errors.Is(err, stress.ErrTransient), errors.As(err, &ra):
+			return aws.TrueTernary
+		}
+		return aws.UnknownTernary
+	}
+	throttle := func(err error) aws.Ternary {
+		var ra *stress.RetryAfterError
+		return aws.BoolTernary(errors.As(err, &ra))
+	}
+	return stress.Loop{
+		Name: "aws/retry.Standard",
+		Call: func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
+			r := retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = s.MaxAttempts
+				o.MaxBackoff = s.MaxDelay
+				o.BaseDelay = s.BaseDelay
+				o.RateLimiter = awsLimiter{b}
+				o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(classify)}, o.Retryables...)
+				o.Throttles = append([]retry.IsErrorThrottle{retry.IsErrorThrottleFunc(throttle)}, o.Throttles...)
+			})
+			mw := retry.NewAttemptMiddleware(r, func(req any) any { return req })
+			next := smithymiddle.FinalizeHandlerFunc(func(ctx context.Context, in smithymiddle.FinalizeInput) (smithymiddle.FinalizeOutput, smithymiddle.Metadata, error) {
+				err := op(ctx)
+				var ra *stress.RetryAfterError
+				if errors.As(err, &ra) {
+					h := http.Header{}
+					h.Set("X-Amz-Retry-After", strconv.FormatInt(ra.Delay.Milliseconds(), 10))
+					err = &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 429, Header: h}}, Err: err}
+				}
+				return smithymiddle.FinalizeOutput{}, smithymiddle.Metadata{}, err
+			})
+			if ctx.Err() == nil {
+				b.Request() // the SDK has no first-attempt event; a call starts here
+			}
+			_, _, err := mw.HandleFinalize(ctx, smithymiddle.FinalizeInput{}, next)
+			return err
+		},
+		Skip: map[string]string{"MaxElapsedEndsTheLoop": "the SDK's retryer has no elapsed-time limit"},
+	}
+}
+
+// The SDK's retry loop through the ten loop checks. See the README for the
+// verdicts and why.
+func TestAWSRetryLoop(t *testing.T) {
+	outcomes := stress.IsolatedLoopChecks(t, awsLoop(), 0)
+	if outcomes == nil {
+		return
+	}
+	for _, c := range stress.LoopChecks() {
+		o := outcomes[c.Name]
+		t.Logf("%-28s %-5s %s", c.Name, o.Result, firstLine(o.Output))
+	}
+	// The verdicts we found and explain in the README. A change means the
+	// SDK (or a check) changed: look again before updating this list.
+	want := map[string]string{}
+	for _, c := range stress.LoopChecks() {
+		want[c.Name] = "pass"
+	}
+	for name, result := range awsExpected {
+		want[name] = result
+	}
+	for name, w := range want {
+		if got := outcomes[name].Result; got != w {
+			t.Errorf("%s: %s, expected %s:\n%s", name, got, w, outcomes[name].Output)
+		}
+	}
+}
+
+// awsExpected lists the checks the SDK's loop (v1.48.0) does not pass as it
+// stands, and why; the README has the longer story.
+var awsExpected = map[string]string{
+	// The SDK has no limit on a call's elapsed time: only MaxAttempts.
+	"MaxElapsedEndsTheLoop": "skip",
+	// After a wait that ends exactly at the deadline, the SDK's attempt
+	// starts with a non-blocking look at ctx.Done(), which can run before
+	// the context's own timer has cancelled it: about 5% of trials attempt
+	// on an expired context (our tolerance is 2%). It never looks at the
+	// deadline before waiting, so it waits into it. Mild in practice: the
+	// HTTP transport fails an expired request without sending it.
+	"NoAttemptOnExpiredDeadline": "fail",
+	// A server delay (X-Amz-Retry-After) is clamped to [backoff, backoff +
+	// 5s], by design, not to MaxBackoff: with MaxBackoff 2s and a server
+	// asking for an hour, the SDK waits up to 7s.
+	"ServerDelayCapped": "fail",
+}
+
+func firstLine(s string) string {
+	for _, line := range splitLines(s) {
+		if line != "" {
+			return line
+		}
+	}
+	return ""
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := range len(s) {
+		if s[i] == '\n' {
+			out = append(out, trimSpace(s[start:i]))
+			start = i + 1
+		}
+	}
+	return append(out, trimSpace(s[start:]))
+}
+
+func trimSpace(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	return s
+}
