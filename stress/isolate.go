@@ -16,8 +16,9 @@ const childEnv = "RETRYBUDGET_LOOPCHECK_CHILD"
 
 // An Outcome is the result of one loop check run in a child process.
 type Outcome struct {
-	Result string // "pass", "fail", "skip", or "crash" when the child died before the check finished
-	Output string // what the check printed (the child's last output, for a crash)
+	Result  string        // "pass", "fail", "skip", or "crash" when the child died before the check finished
+	Output  string        // what the check printed (the child's last output, for a crash)
+	Elapsed time.Duration // the child's run, start to exit
 }
 
 // IsolatedLoopChecks runs each loop check on l in a child process of its
@@ -49,9 +50,12 @@ func IsolatedLoopChecks(t *testing.T, l Loop, timeout time.Duration) map[string]
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+runPattern(t.Name()), "-test.v", "-test.count=1", "-test.timeout="+timeout.String())
 		cmd.Env = append(ChildEnv(), childEnv+"="+t.Name()+"|"+l.Name+"|"+c.Name)
+		start := time.Now()
 		out, _ := cmd.CombinedOutput()
 		cancel()
-		outcomes[c.Name] = parseOutcome(string(out), t.Name(), c.Name)
+		o := parseOutcome(string(out), t.Name(), c.Name)
+		o.Elapsed = time.Since(start)
+		outcomes[c.Name] = o
 	}
 	return outcomes
 }

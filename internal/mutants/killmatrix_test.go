@@ -36,17 +36,32 @@ type impl struct {
 	// seq runs one sequential property; lin records and checks one scenario.
 	seq func(*rapid.T)
 	lin func(seed uint64) (linearizability.Verdict, string, error)
+	// render writes the HTML rendering of the last violation lin found to
+	// t.ArtifactDir() and returns its path.
+	render func(t *testing.T) string
 }
 
 const linTimeout = 20 * time.Second
 
-func linTrial[S any](sub linearizability.Subject[S], seed uint64) (linearizability.Verdict, string, error) {
+// lastViolation keeps the last violation a row's linearizability check
+// found, for rendering.
+type lastViolation struct {
+	render func(t *testing.T, name string) string
+}
+
+func linTrial[S any](sub linearizability.Subject[S], seed uint64, last *lastViolation) (linearizability.Verdict, string, error) {
 	s := linearizability.Generate(rand.New(rand.NewPCG(seed, 7)), sub.Gen)
 	ctx, cancel := context.WithTimeout(context.Background(), linTimeout)
 	defer cancel()
 	r, err := linearizability.Trial(ctx, sub, s, linTimeout)
 	if err != nil {
 		return 0, "", err
+	}
+	if r.Verdict == linearizability.Violation && last != nil {
+		last.render = func(t *testing.T, name string) string {
+			spec, _ := linearizability.Spec(sub.Model)
+			return linearizability.Report(t, r, spec, name, name)
+		}
 	}
 	return r.Verdict, r.Explain(), nil
 }
@@ -68,9 +83,11 @@ var (
 )
 
 func bucketImpl(name string, must mutants.Check, refill mutants.Refill, newB func(model.TokenBucket, budget.Clock) budget.Budget, balance bool) impl {
+	last := new(lastViolation)
 	return impl{
 		name:     name,
 		mustFail: must,
+		render:   func(t *testing.T) string { return renderLast(t, last, name) },
 		seq: func(t *rapid.T) {
 			m := seqcheck.DrawTokenBucket(t, refill != mutants.NoRefill)
 			if refill == mutants.RequiresRefill && m.RefillPerSecond == 0 {
@@ -101,15 +118,17 @@ func bucketImpl(name string, must mutants.Check, refill mutants.Refill, newB fun
 				Model: m,
 				New:   func(c budget.Clock) budget.Budget { return newB(m, c) },
 				Gen:   linearizability.GenConfig{Scale: tm.Scale, Horizon: tm.Horizon},
-			}, seed)
+			}, seed, last)
 		},
 	}
 }
 
 func ratioImpl(name string, must mutants.Check, newB func(model.Ratio, budget.Clock) budget.Budget) impl {
+	last := new(lastViolation)
 	return impl{
 		name:     name,
 		mustFail: must,
+		render:   func(t *testing.T) string { return renderLast(t, last, name) },
 		seq: func(t *rapid.T) {
 			m := seqcheck.DrawRatio(t)
 			seqcheck.Check(t, seqcheck.Subject[model.RatioState]{
@@ -122,15 +141,17 @@ func ratioImpl(name string, must mutants.Check, newB func(model.Ratio, budget.Cl
 				Model: linRatio,
 				New:   func(c budget.Clock) budget.Budget { return newB(linRatio, c) },
 				Gen:   linearizability.GenConfig{Scale: tm.Scale, Horizon: tm.Horizon},
-			}, seed)
+			}, seed, last)
 		},
 	}
 }
 
 func throttleImpl(name string, must mutants.Check, newB func(model.Throttle, budget.Clock) budget.Budget, balance bool) impl {
+	last := new(lastViolation)
 	return impl{
 		name:     name,
 		mustFail: must,
+		render:   func(t *testing.T) string { return renderLast(t, last, name) },
 		seq: func(t *rapid.T) {
 			m := seqcheck.DrawThrottle(t)
 			sub := seqcheck.Subject[model.ThrottleState]{Model: m, New: func(c budget.Clock) budget.Budget { return newB(m, c) }}
@@ -143,9 +164,16 @@ func throttleImpl(name string, must mutants.Check, newB func(model.Throttle, bud
 			return linTrial(linearizability.Subject[model.ThrottleState]{
 				Model: linThrottle,
 				New:   func(c budget.Clock) budget.Budget { return newB(linThrottle, c) },
-			}, seed)
+			}, seed, last)
 		},
 	}
+}
+
+func renderLast(t *testing.T, last *lastViolation, name string) string {
+	if last.render == nil {
+		return ""
+	}
+	return last.render(t, name)
 }
 
 func references() []impl {
@@ -178,11 +206,12 @@ func mutantImpls() []impl {
 
 // A cell is one check of one implementation.
 type cell struct {
-	ran     bool
-	caught  bool
-	verdict string // "caught", "pass", "inconclusive", "error"
-	times   []time.Duration
-	detail  string
+	ran      bool
+	caught   bool
+	verdict  string // "caught", "pass", "inconclusive", "error"
+	times    []time.Duration
+	detail   string
+	artifact string // the HTML rendering of a violation
 }
 
 func (c cell) String() string {
@@ -347,6 +376,8 @@ func TestKillMatrix(t *testing.T) {
 		}
 		if c.verdict != "caught" {
 			t.Errorf("%s escaped the %s check: %s\n%s", i.name, i.mustFail, c.verdict, c.detail)
+		} else if i.mustFail == mutants.Linearizable {
+			c.artifact = i.render(t)
 		}
 		// The other checks run once, for the record: a sequential bug is
 		// usually visible to the linearizability check too, and a
@@ -370,6 +401,20 @@ func TestKillMatrix(t *testing.T) {
 		}
 	}
 
+	for _, i := range rows {
+		for _, c := range checks {
+			cl := matrix[i.name][c]
+			if !cl.ran {
+				continue
+			}
+			detail := ""
+			if i.mustFail == c {
+				detail = cl.detail
+			}
+			emit(t, Cell{Matrix: "budgets", Impl: i.name, Check: string(c), Verdict: cl.verdict, Must: i.mustFail == c,
+				Mutant: i.mustFail != "", Seconds: seconds(median(cl.times)), Detail: firstLines(detail, 12), Artifact: cl.artifact})
+		}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "kill matrix (cells: verdict, median time; * marks the check that must catch the row; mutants caught %d times each, references repeated %d times)\n", *catchRuns, *refReps)
 	fmt.Fprintf(&b, "%-20s %-24s %-24s %-24s\n", "implementation", checks[0], checks[1], checks[2])
@@ -385,4 +430,13 @@ func TestKillMatrix(t *testing.T) {
 		b.WriteByte('\n')
 	}
 	t.Log("\n" + b.String())
+}
+
+// firstLines returns at most n lines of s.
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, "\n")
 }

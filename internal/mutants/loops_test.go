@@ -45,6 +45,23 @@ func TestLoopKillMatrix(t *testing.T) {
 	if len(results) == 0 {
 		return
 	}
+	for _, r := range rows {
+		for _, c := range checks {
+			o := results[r.loop.Name][c.Name]
+			verdict := o.Result
+			if r.caughtBy != "" && (verdict == "fail" || verdict == "crash") {
+				verdict = "caught"
+			} else if r.caughtBy == "" && verdict == "fail" {
+				verdict = "fail"
+			}
+			detail := ""
+			if c.Name == r.caughtBy || (r.caughtBy == "" && o.Result != "pass") {
+				detail = firstLines(o.Output, 12)
+			}
+			emit(t, Cell{Matrix: "loops", Impl: r.loop.Name, Check: c.Name, Verdict: verdict, Must: c.Name == r.caughtBy,
+				Mutant: r.caughtBy != "", Seconds: seconds(o.Elapsed), Detail: detail})
+		}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "loop kill matrix (p pass, F fail, C crash, s skip; * the check that must catch the row)\n%-22s", "loop")
 	for i := range checks {

@@ -1,0 +1,279 @@
+// Command budgetcheck runs the whole harness against the reference budgets,
+// the reference retry loop and every mutant, and prints the kill matrix: a
+// row per implementation, a column per check, and in each cell pass, caught
+// or inconclusive, with the time taken.
+//
+// It exits 1 if a reference implementation fails a check or a mutant
+// escapes the check that must catch it, and 2 if the harness could not run.
+//
+// Usage:
+//
+//	go run ./cmd/budgetcheck [-race] [-html DIR] [-json] [-catch-runs N] [-ref-reps N]
+//
+// budgetcheck drives the harness's kill-matrix tests (internal/mutants)
+// through go test, so it needs the Go toolchain and a checkout of this
+// module; it reads their results from go test -json as they arrive and
+// reports progress on stderr. -html DIR keeps porcupine's rendering of every
+// linearizability violation under DIR (go test -artifacts -outputdir DIR).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// cell mirrors internal/mutants.Cell, the line the kill-matrix tests log.
+type cell struct {
+	Matrix   string  `json:"matrix"`
+	Impl     string  `json:"impl"`
+	Check    string  `json:"check"`
+	Verdict  string  `json:"verdict"`
+	Must     bool    `json:"must"`
+	Mutant   bool    `json:"mutant"`
+	Seconds  float64 `json:"seconds"`
+	Detail   string  `json:"detail,omitempty"`
+	Artifact string  `json:"artifact,omitempty"`
+}
+
+const cellPrefix = "budgetcheck-cell "
+
+type event struct {
+	Action string `json:"Action"`
+	Test   string `json:"Test"`
+	Output string `json:"Output"`
+}
+
+func main() {
+	race := flag.Bool("race", false, "run the harness under the race detector (slower; the race column then counts)")
+	htmlDir := flag.String("html", "", "write the HTML rendering of every linearizability violation under `dir`")
+	jsonOut := flag.Bool("json", false, "print the results as JSON instead of tables")
+	catchRuns := flag.Int("catch-runs", 3, "times each mutant is caught, for the median time")
+	refReps := flag.Int("ref-reps", 20, "repetitions of every check on every reference budget")
+	flag.Parse()
+
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
+		os.Exit(2)
+	}
+	args := []string{"test", "-json", "-count=1"}
+	if *race {
+		args = append(args, "-race")
+	}
+	if *htmlDir != "" {
+		dir, err := filepath.Abs(*htmlDir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "budgetcheck:", err)
+			os.Exit(2)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "budgetcheck:", err)
+			os.Exit(2)
+		}
+		args = append(args, "-artifacts", "-outputdir", dir)
+	}
+	args = append(args, "./internal/mutants", "-run", "^(TestKillMatrix|TestLoopKillMatrix)$",
+		fmt.Sprintf("-catch-runs=%d", *catchRuns), fmt.Sprintf("-ref-reps=%d", *refReps))
+
+	start := time.Now()
+	fmt.Fprintf(os.Stderr, "budgetcheck: go %s\n", strings.Join(args, " "))
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
+		os.Exit(2)
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
+		os.Exit(2)
+	}
+	cells, failures, raw := read(stdout, start)
+	runErr := cmd.Wait()
+
+	if *jsonOut {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(struct {
+			Cells   []cell  `json:"cells"`
+			Failed  bool    `json:"failed"`
+			Seconds float64 `json:"seconds"`
+		}{cells, runErr != nil || len(failures) > 0, time.Since(start).Seconds()})
+	} else {
+		printMatrix(os.Stdout, "budgets", cells, *htmlDir != "")
+		printMatrix(os.Stdout, "loops", cells, *htmlDir != "")
+		fmt.Printf("\n%d cells in %v\n", len(cells), time.Since(start).Round(time.Second))
+	}
+	if len(cells) == 0 {
+		fmt.Fprintf(os.Stderr, "budgetcheck: the harness reported nothing; its output:\n%s", raw)
+		os.Exit(2)
+	}
+	for _, f := range failures {
+		fmt.Fprintln(os.Stderr, "budgetcheck: FAIL:", f)
+	}
+	if runErr != nil || len(failures) > 0 {
+		if len(failures) == 0 {
+			fmt.Fprintf(os.Stderr, "budgetcheck: the harness failed (%v); its output:\n%s", runErr, raw)
+		}
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "budgetcheck: every reference implementation passes, and every mutant is caught")
+}
+
+// read collects the cells from go test -json output, reporting progress on
+// stderr, and returns them with the failures they show and the tests'
+// plain output (for when something else went wrong).
+func read(r io.Reader, start time.Time) (cells []cell, failures []string, raw string) {
+	var out bytes.Buffer
+	partial := map[string]string{} // test2json splits long lines; join them per test
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e event
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		switch e.Action {
+		case "output":
+			out.WriteString(e.Output)
+			text := partial[e.Test] + e.Output
+			if !strings.HasSuffix(text, "\n") {
+				partial[e.Test] = text
+				continue
+			}
+			delete(partial, e.Test)
+			line := strings.TrimSpace(text)
+			if _, rest, ok := strings.Cut(line, cellPrefix); ok {
+				var c cell
+				if json.Unmarshal([]byte(rest), &c) == nil {
+					cells = append(cells, c)
+					fmt.Fprintf(os.Stderr, "  %6.1fs  %-7s %-22s %-28s %s\n", time.Since(start).Seconds(), c.Matrix, c.Impl, c.Check, c.Verdict)
+					if f := judge(c); f != "" {
+						failures = append(failures, f)
+					}
+				}
+			}
+		case "run":
+			if e.Test != "" && !strings.Contains(e.Test, "/") {
+				fmt.Fprintf(os.Stderr, "  %6.1fs  running %s\n", time.Since(start).Seconds(), e.Test)
+			}
+		}
+	}
+	return cells, failures, out.String()
+}
+
+// judge says what is wrong with a cell, or "".
+func judge(c cell) string {
+	switch {
+	case !c.Mutant && c.Verdict != "pass" && c.Verdict != "skip":
+		return fmt.Sprintf("reference %s: %s check %s\n%s", c.Impl, c.Check, c.Verdict, c.Detail)
+	case c.Must && c.Verdict != "caught":
+		return fmt.Sprintf("mutant %s escaped the %s check (%s)", c.Impl, c.Check, c.Verdict)
+	}
+	return ""
+}
+
+func printMatrix(w io.Writer, matrix string, cells []cell, renderings bool) {
+	var impls, checks []string
+	seenImpl, seenCheck := map[string]bool{}, map[string]bool{}
+	at := map[[2]string]cell{}
+	for _, c := range cells {
+		if c.Matrix != matrix {
+			continue
+		}
+		if !seenImpl[c.Impl] {
+			seenImpl[c.Impl] = true
+			impls = append(impls, c.Impl)
+		}
+		if !seenCheck[c.Check] {
+			seenCheck[c.Check] = true
+			checks = append(checks, c.Check)
+		}
+		at[[2]string{c.Impl, c.Check}] = c
+	}
+	if len(impls) == 0 {
+		return
+	}
+	if matrix == "budgets" {
+		sort.SliceStable(checks, func(i, j int) bool { return order(checks[i]) < order(checks[j]) })
+	}
+	width := 14
+	if matrix == "loops" {
+		width = 12
+	}
+	fmt.Fprintf(w, "\n%s kill matrix (* = the check that must catch the row)\n%-22s", matrix, "implementation")
+	for i, c := range checks {
+		name := c
+		if matrix == "loops" {
+			name = fmt.Sprintf("%d", i+1)
+		}
+		fmt.Fprintf(w, " %-*s", width, name)
+	}
+	fmt.Fprintln(w)
+	for _, impl := range impls {
+		fmt.Fprintf(w, "%-22s", impl)
+		for _, ch := range checks {
+			c, ok := at[[2]string{impl, ch}]
+			s := "-"
+			if ok {
+				s = fmt.Sprintf("%s %s", c.Verdict, fmtSeconds(c.Seconds))
+				if c.Must {
+					s += "*"
+				}
+			}
+			fmt.Fprintf(w, " %-*s", width, s)
+		}
+		fmt.Fprintln(w)
+	}
+	if matrix == "loops" {
+		for i, c := range checks {
+			fmt.Fprintf(w, "  %d = %s\n", i+1, c)
+		}
+	}
+	for _, impl := range impls {
+		for _, ch := range checks {
+			if c := at[[2]string{impl, ch}]; renderings && c.Artifact != "" {
+				fmt.Fprintf(w, "  rendering of %s (%s): %s\n", impl, ch, c.Artifact)
+			}
+		}
+	}
+}
+
+func order(check string) int {
+	return map[string]int{"sequential": 0, "linearizable": 1, "race": 2}[check]
+}
+
+func fmtSeconds(s float64) string {
+	if s < 1 {
+		return fmt.Sprintf("%.0fms", s*1000)
+	}
+	return fmt.Sprintf("%.1fs", s)
+}
+
+// moduleRoot returns the directory of this module's go.mod.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("run budgetcheck inside a checkout of github.com/retrybudget/retrybudget")
+	}
+	data, err := os.ReadFile(mod)
+	if err != nil || !bytes.Contains(data, []byte("module github.com/retrybudget/retrybudget\n")) {
+		return "", fmt.Errorf("%s is not github.com/retrybudget/retrybudget's go.mod; run budgetcheck inside a checkout of it", mod)
+	}
+	return filepath.Dir(mod), nil
+}
