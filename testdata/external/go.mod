@@ -1,0 +1,13 @@
+module example.com/external
+
+go 1.26
+
+require github.com/retrybudget/retrybudget v0.0.0
+
+require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
+)
+
+replace github.com/retrybudget/retrybudget => ../..
