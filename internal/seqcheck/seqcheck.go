@@ -26,8 +26,9 @@ type Timing struct {
 	// Horizon is the longest duration that still matters: a window, or the
 	// time to refill an empty bucket. Zero means 100 × Scale.
 	Horizon time.Duration
-	// Forward draws no backward clock steps: for budgets on the wall clock,
-	// whose time cannot go back.
+	// Forward draws no backward clock steps and no jumps of centuries:
+	// for budgets on the wall clock of a testing/synctest bubble, whose
+	// time cannot go back and whose timers overflow past 2262.
 	Forward bool
 }
 
@@ -74,6 +75,11 @@ func Duration(t *rapid.T, tm Timing) time.Duration {
 	case 5, 6:
 		return time.Duration(rapid.Int64Range(1, horizon).Draw(t, "horizon"))
 	case 7:
+		if tm.Forward {
+			// The wall clock of a testing/synctest bubble cannot jump
+			// centuries: its timers overflow.
+			return time.Duration(rapid.Int64Range(horizon, 100*horizon).Draw(t, "far"))
+		}
 		return time.Duration(rapid.Int64Range(horizon, 1<<62).Draw(t, "far"))
 	}
 	if tm.Forward {
