@@ -226,6 +226,14 @@ func RecordWith(ctx context.Context, s Scenario, newBudget func(budget.Clock) bu
 }
 
 func record(s Scenario, newBudget func(budget.Clock) budget.Budget, advance func(*budget.ManualClock, time.Duration)) (h History, err error) {
+	// More Ps than cores: the operating system then preempts the threads
+	// running the goroutines at arbitrary instructions, inside the
+	// budget's calls too, and a race between two of its steps shows even
+	// on a machine whose cores are busy with other work.
+	if prev := runtime.GOMAXPROCS(0); prev < 8 {
+		runtime.GOMAXPROCS(8)
+		defer runtime.GOMAXPROCS(prev)
+	}
 	clock := new(budget.ManualClock)
 	var b budget.Budget
 	if err := recovered("building the budget", func() { b = newBudget(clock) }); err != nil {

@@ -366,7 +366,7 @@ func TestKillMatrix(t *testing.T) {
 					verdict = "caught"
 				}
 			} else {
-				verdict, detail, d = runLinearizable(i, uint64(run)*1000+1, 1000)
+				verdict, detail, d = runLinearizable(i, uint64(run)*5000+1, 5000)
 			}
 			c.verdict, c.detail = verdict, detail
 			c.times = append(c.times, d)
