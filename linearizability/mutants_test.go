@@ -75,8 +75,15 @@ func TestMinimizeCheckThenAct(t *testing.T) {
 	// pass can stop early; a second pass from the first's result starts
 	// from a much smaller scenario.
 	var rep linearizability.MinimizeReport[linearizability.Result[model.TokenBucketState]]
+	tries := *minimizeTries
+	if tries == 0 {
+		tries = 3000
+		if raceEnabled {
+			tries = 1000
+		}
+	}
 	for pass := 1; pass <= 3; pass++ {
-		rep = linearizability.Minimize(s, *minimizeTries, violation(sub))
+		rep = linearizability.Minimize(s, tries, violation(sub))
 		t.Logf("pass %d: minimized from %d to %d operations in %d runs (%v):\n%s\n%s",
 			pass, rep.From.Len(), rep.To.Len(), rep.Runs, rep.Elapsed.Round(time.Millisecond), rep.To, rep.Witness.Explain())
 		if rep.To.Len() <= 6 {
@@ -92,7 +99,7 @@ func TestMinimizeCheckThenAct(t *testing.T) {
 	}
 }
 
-var minimizeTries = flag.Int("minimize-tries", 3000, "runs of each candidate scenario in TestMinimizeCheckThenAct")
+var minimizeTries = flag.Int("minimize-tries", 0, "runs of each candidate scenario in TestMinimizeCheckThenAct; 0 means 3000, or 1000 under -race, where runs are slower and races show more often")
 
 // violation returns a Minimize callback: run the scenario once, and fail
 // with the result when it is a violation.
