@@ -17,6 +17,7 @@ import (
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/sim"
 	"github.com/retrybudget/retrybudget/stress"
 )
 
@@ -98,6 +99,7 @@ func checks[S any]() []check[S] {
 		{"Race", checkRace[S]},
 		{"Leak", checkLeak[S]},
 		{"Replay", checkReplay[S]},
+		{"Amplification", checkAmplification[S]},
 	}
 }
 
@@ -322,7 +324,7 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 // explainViolation minimizes the failing scenario, renders it, and builds
 // the Failure.
 func (sub Subject[S]) explainViolation(t *testing.T, lsub linearizability.Subject[S], s linearizability.Scenario, res linearizability.Result[S]) error {
-	rep := linearizability.Minimize(s, 200, func(c linearizability.Scenario) (linearizability.Result[S], bool) {
+	rep := linearizability.MinimizeWithin(s, 200, 3*time.Second, func(c linearizability.Scenario) (linearizability.Result[S], bool) {
 		var r linearizability.Result[S]
 		err := sub.inBubble(t, func(t *testing.T) error {
 			var err error
@@ -335,8 +337,8 @@ func (sub Subject[S]) explainViolation(t *testing.T, lsub linearizability.Subjec
 		res = rep.Witness
 	}
 	spec, _ := linearizability.Spec(sub.Model)
-	f := fail(ruleLinearizable, "%s: minimized scenario (from %d to %d operations):\n%s\n%s",
-		sub.Name, rep.From.Len(), rep.To.Len(), rep.To, res.Explain())
+	f := fail(ruleLinearizable, "%s: minimized scenario (from %d to %d operations in %v):\n%s\n%s",
+		sub.Name, rep.From.Len(), rep.To.Len(), rep.Elapsed.Round(time.Millisecond), rep.To, res.Explain())
 	f.HTMLPath = linearizability.Report(t, res, spec, sub.Name, sub.Name+"-violation")
 	return f
 }
@@ -467,4 +469,23 @@ func checkReplay[S any](t *testing.T, sub Subject[S]) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func checkAmplification[S any](t *testing.T, sub Subject[S]) error {
+	newBudget, ferr := sub.factory(t)
+	if ferr != nil {
+		return ferr
+	}
+	var err error
+	werr := sub.watchdog("the amplification check", func() error {
+		_, _, err = sim.CheckAmplification(t, newBudget, sub.Model)
+		return nil
+	})
+	if werr != nil {
+		return werr
+	}
+	if err != nil {
+		return fail(ruleAmplification, "%s: %v", sub.Name, err)
+	}
+	return nil
 }

@@ -84,6 +84,12 @@ func TestSuiteCatchesMutants(t *testing.T) {
 			New: func(*testing.T, budget.Clock) budget.Budget { return mutants.NewCheckThenAct(bucket) }, Scenarios: 500})
 		mustSay(t, err, "Linearizable:", "broken rule: every concurrent history has an order", "rule written at budgettest/rules.go:", "minimized scenario", "rendering: ")
 	})
+	t.Run("PerCallSite", func(t *testing.T) {
+		aws := model.AWS()
+		err := verify(t, budgettest.Subject[model.TokenBucketState]{Name: "PerCallSite", Model: aws,
+			New: func(_ *testing.T, c budget.Clock) budget.Budget { return mutants.NewPerCallSite(aws, c) }})
+		mustSay(t, err, "Amplification:", "the budget grants no more retries than its model")
+	})
 	t.Run("UnclampedRefund", func(t *testing.T) {
 		err := verify(t, budgettest.Subject[model.TokenBucketState]{Name: "UnclampedRefund", Model: bucket,
 			New: func(*testing.T, budget.Clock) budget.Budget { return mutants.NewUnclampedRefund(bucket) }})

@@ -16,6 +16,9 @@
 //   - Leak: no goroutine the budget started outlives it.
 //   - Replay: fixed edge-case sequences (drains, long jumps of the clock,
 //     fractions of a refill) replayed against the model.
+//   - Amplification: a simulated 100% outage (package sim), in which the
+//     budget may grant no more retries than its model does: it catches a
+//     budget built per call site and a refund that keeps it from draining.
 //
 // RunLoop checks a retry loop, through a small adapter, against the ten
 // promises of the stress package, each in a child process.

@@ -31,9 +31,20 @@ type MinimizeReport[W any] struct {
 // it. A drop can be refused wrongly when the smaller scenario fails too
 // rarely to show within tries runs: more tries give smaller results.
 func Minimize[W any](s Scenario, tries int, fails func(Scenario) (W, bool)) MinimizeReport[W] {
+	return MinimizeWithin(s, tries, 0, fails)
+}
+
+// MinimizeWithin is Minimize that stops dropping after limit (zero means no
+// limit) and returns the smallest scenario found by then.
+func MinimizeWithin[W any](s Scenario, tries int, limit time.Duration, fails func(Scenario) (W, bool)) MinimizeReport[W] {
 	start := time.Now()
 	rep := MinimizeReport[W]{From: s}
+	first := true
 	try := func(c Scenario) bool {
+		if !first && limit > 0 && time.Since(start) > limit {
+			return false
+		}
+		first = false
 		for range max(tries, 1) {
 			rep.Runs++
 			if w, failed := fails(c); failed {

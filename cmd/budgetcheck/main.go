@@ -251,7 +251,7 @@ func printMatrix(w io.Writer, matrix string, cells []cell, renderings bool) {
 }
 
 func order(check string) int {
-	return map[string]int{"sequential": 0, "linearizable": 1, "race": 2}[check]
+	return map[string]int{"sequential": 0, "linearizable": 1, "race": 2, "amplification": 3}[check]
 }
 
 func fmtSeconds(s float64) string {

@@ -19,6 +19,7 @@ import (
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/sim"
 	"github.com/retrybudget/retrybudget/stress"
 )
 
@@ -39,6 +40,15 @@ type impl struct {
 	// render writes the HTML rendering of the last violation lin found to
 	// t.ArtifactDir() and returns its path.
 	render func(t *testing.T) string
+	// amp runs sim.CheckAmplification.
+	amp func(t *testing.T) error
+}
+
+func ampCheck[S any](newB func(budget.Clock) budget.Budget, m model.Model[S]) func(t *testing.T) error {
+	return func(t *testing.T) error {
+		_, _, err := sim.CheckAmplification(t, newB, m)
+		return err
+	}
 }
 
 const linTimeout = 20 * time.Second
@@ -84,10 +94,12 @@ var (
 
 func bucketImpl(name string, must mutants.Check, refill mutants.Refill, newB func(model.TokenBucket, budget.Clock) budget.Budget, balance bool) impl {
 	last := new(lastViolation)
+	aws := model.AWS()
 	return impl{
 		name:     name,
 		mustFail: must,
 		render:   func(t *testing.T) string { return renderLast(t, last, name) },
+		amp:      ampCheck(func(c budget.Clock) budget.Budget { return newB(aws, c) }, aws),
 		seq: func(t *rapid.T) {
 			m := seqcheck.DrawTokenBucket(t, refill != mutants.NoRefill)
 			if refill == mutants.RequiresRefill && m.RefillPerSecond == 0 {
@@ -129,6 +141,7 @@ func ratioImpl(name string, must mutants.Check, newB func(model.Ratio, budget.Cl
 		name:     name,
 		mustFail: must,
 		render:   func(t *testing.T) string { return renderLast(t, last, name) },
+		amp:      ampCheck(func(c budget.Clock) budget.Budget { return newB(model.SRE(), c) }, model.SRE()),
 		seq: func(t *rapid.T) {
 			m := seqcheck.DrawRatio(t)
 			seqcheck.Check(t, seqcheck.Subject[model.RatioState]{
@@ -148,10 +161,12 @@ func ratioImpl(name string, must mutants.Check, newB func(model.Ratio, budget.Cl
 
 func throttleImpl(name string, must mutants.Check, newB func(model.Throttle, budget.Clock) budget.Budget, balance bool) impl {
 	last := new(lastViolation)
+	grpc := model.Throttle{Max: 10_000, Ratio: 100}
 	return impl{
 		name:     name,
 		mustFail: must,
 		render:   func(t *testing.T) string { return renderLast(t, last, name) },
+		amp:      ampCheck(func(c budget.Clock) budget.Budget { return newB(grpc, c) }, grpc),
 		seq: func(t *rapid.T) {
 			m := seqcheck.DrawThrottle(t)
 			sub := seqcheck.Subject[model.ThrottleState]{Model: m, New: func(c budget.Clock) budget.Budget { return newB(m, c) }}
@@ -301,7 +316,7 @@ func runChild(t *testing.T, name string) (verdict, detail string, d time.Duratio
 }
 
 func TestKillMatrix(t *testing.T) {
-	checks := []mutants.Check{mutants.Sequential, mutants.Linearizable, mutants.Race}
+	checks := []mutants.Check{mutants.Sequential, mutants.Linearizable, mutants.Race, mutants.Amplification}
 	rows := append(references(), mutantImpls()...)
 	matrix := make(map[string]map[mutants.Check]*cell)
 	for _, i := range rows {
@@ -313,7 +328,16 @@ func TestKillMatrix(t *testing.T) {
 
 	for _, i := range rows {
 		if i.mustFail == "" {
-			// A reference budget must pass every check, every time.
+			// A reference budget must pass every check, every time. The
+			// amplification check is deterministic: once is enough.
+			amp := matrix[i.name][mutants.Amplification]
+			amp.ran, amp.verdict = true, "pass"
+			start := time.Now()
+			if err := i.amp(t); err != nil {
+				amp.verdict = "caught"
+				t.Errorf("%s failed the amplification check: %v", i.name, err)
+			}
+			amp.times = []time.Duration{time.Since(start)}
 			seq, lin := matrix[i.name][mutants.Sequential], matrix[i.name][mutants.Linearizable]
 			seq.ran, lin.ran = true, true
 			seq.verdict, lin.verdict = "pass", "pass"
@@ -359,13 +383,21 @@ func TestKillMatrix(t *testing.T) {
 		for run := range *catchRuns {
 			var verdict, detail string
 			var d time.Duration
-			if i.mustFail == mutants.Sequential {
+			switch i.mustFail {
+			case mutants.Sequential:
 				caught, report, dd := runSequential(t, i)
 				verdict, detail, d = "pass", report, dd
 				if caught {
 					verdict = "caught"
 				}
-			} else {
+			case mutants.Amplification:
+				start := time.Now()
+				verdict = "pass"
+				if err := i.amp(t); err != nil {
+					verdict, detail = "caught", err.Error()
+				}
+				d = time.Since(start)
+			default:
 				verdict, detail, d = runLinearizable(i, uint64(run)*5000+1, 5000)
 			}
 			c.verdict, c.detail = verdict, detail
@@ -382,19 +414,27 @@ func TestKillMatrix(t *testing.T) {
 		// The other checks run once, for the record: a sequential bug is
 		// usually visible to the linearizability check too, and a
 		// concurrency bug never to the sequential one.
-		for _, other := range []mutants.Check{mutants.Sequential, mutants.Linearizable} {
+		for _, other := range []mutants.Check{mutants.Sequential, mutants.Linearizable, mutants.Amplification} {
 			if other == i.mustFail {
 				continue
 			}
 			o := matrix[i.name][other]
 			o.ran = true
-			if other == mutants.Sequential {
+			switch other {
+			case mutants.Sequential:
 				caught, _, d := runSequential(t, i)
 				o.verdict, o.times = "pass", []time.Duration{d}
 				if caught {
 					o.verdict = "caught"
 				}
-			} else {
+			case mutants.Amplification:
+				start := time.Now()
+				o.verdict = "pass"
+				if err := i.amp(t); err != nil {
+					o.verdict = "caught"
+				}
+				o.times = []time.Duration{time.Since(start)}
+			default:
 				v, _, d := runLinearizable(i, 1, 50)
 				o.verdict, o.times = v, []time.Duration{d}
 			}
@@ -417,7 +457,7 @@ func TestKillMatrix(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "kill matrix (cells: verdict, median time; * marks the check that must catch the row; mutants caught %d times each, references repeated %d times)\n", *catchRuns, *refReps)
-	fmt.Fprintf(&b, "%-20s %-24s %-24s %-24s\n", "implementation", checks[0], checks[1], checks[2])
+	fmt.Fprintf(&b, "%-20s %-24s %-24s %-24s %-24s\n", "implementation", checks[0], checks[1], checks[2], checks[3])
 	for _, i := range rows {
 		fmt.Fprintf(&b, "%-20s", i.name)
 		for _, c := range checks {

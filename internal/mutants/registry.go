@@ -9,6 +9,10 @@ import (
 // races, and must only run in a child process.
 const Race Check = "race"
 
+// Amplification is sim.CheckAmplification: under a 100% outage, no more
+// retries than the model grants.
+const Amplification Check = "amplification"
+
 // Refill says what a token-bucket mutant needs of its parameters.
 type Refill int
 
@@ -43,6 +47,10 @@ func Budgets() []Mutant {
 			TokenBucket: func(m model.TokenBucket, c budget.Clock) budget.Budget { return NewWrongKindRefund(m, c) }},
 		{Name: "DoubleRefill", CaughtBy: Linearizable, Refill: RequiresRefill,
 			TokenBucket: func(m model.TokenBucket, c budget.Clock) budget.Budget { return NewDoubleRefill(m, c) }},
+		{Name: "PerCallSite", CaughtBy: Amplification, Refill: NoRefill,
+			TokenBucket: func(m model.TokenBucket, c budget.Clock) budget.Budget { return NewPerCallSite(m, c) }},
+		{Name: "RefundAlways", CaughtBy: Amplification, Refill: NoRefill,
+			TokenBucket: func(m model.TokenBucket, c budget.Clock) budget.Budget { return NewRefundAlways(m, c) }},
 		{Name: "FloorAdded", CaughtBy: Sequential,
 			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewFloorAdded(m, c) }},
 		{Name: "NeverEvicted", CaughtBy: Sequential,

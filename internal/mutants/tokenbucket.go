@@ -197,3 +197,77 @@ func (d *DoubleRefill) Success(k budget.Kind) {
 
 // Available returns the balance in tokens, as budgets that report one do.
 func (b *CheckThenAct) Available() float64 { return float64(b.tokens.Load()) / 1000 }
+
+// PerCallSite is what a shared budget becomes when it is built inside the
+// handler instead of once per dependency: every call starts from a fresh,
+// full bucket, so N concurrent calls have N caps, and under an outage every
+// call retries as if no budget existed.
+//
+// Seen in: seed 000's first trap, "if every call site owns its own counter,
+// you don't have a budget — you have N caps that multiply"; a decorator that
+// constructs its limiter per wrapped function. Caught by the amplification
+// check.
+type PerCallSite struct {
+	mu  sync.Mutex
+	m   model.TokenBucket
+	cur *modelBucket
+}
+
+var _ budget.Budget = (*PerCallSite)(nil)
+
+// NewPerCallSite returns a PerCallSite for m on clock.
+func NewPerCallSite(m model.TokenBucket, clock budget.Clock) *PerCallSite {
+	p := &PerCallSite{m: m}
+	p.cur = &modelBucket{m: m, clock: clock, state: m.Init()}
+	return p
+}
+
+func (p *PerCallSite) bucket() *modelBucket {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cur
+}
+
+// Request starts a call, and with it a new bucket: the bug.
+func (p *PerCallSite) Request() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cur = &modelBucket{m: p.m, clock: p.cur.clock, state: p.m.Init()} // BUG: a fresh budget per call
+}
+
+func (p *PerCallSite) Retry(k budget.Kind) bool {
+	return p.bucket().step(model.OpRetry(model.Kind(k)))
+}
+
+func (p *PerCallSite) Success(k budget.Kind) { p.bucket().step(model.OpSuccess(model.Kind(k))) }
+
+// RefundAlways is a token bucket whose retry token is given back whatever
+// the retry's outcome: the release that should refund only a successful
+// retry runs on failures too, so a granted retry costs nothing and the
+// bucket never drains, however long the outage.
+//
+// Seen in: the AWS SDK guards its release with "if err != nil { return nil
+// }"; dropping that guard, or releasing in a defer, gives this bug. Caught
+// by the amplification check (and by the sequential one).
+type RefundAlways struct{ b modelBucket }
+
+var _ budget.Budget = (*RefundAlways)(nil)
+
+// NewRefundAlways returns a full RefundAlways for m on clock.
+func NewRefundAlways(m model.TokenBucket, clock budget.Clock) *RefundAlways {
+	return &RefundAlways{modelBucket{m: m, clock: clock, state: m.Init()}}
+}
+
+func (r *RefundAlways) Request() {}
+func (r *RefundAlways) Retry(k budget.Kind) bool {
+	if !r.b.step(model.OpRetry(model.Kind(k))) {
+		return false
+	}
+	r.b.step(model.OpSuccess(model.Kind(k))) // BUG: refunded before the retry has even run
+	return true
+}
+func (r *RefundAlways) Success(k budget.Kind) {
+	if !k.IsRetry() {
+		r.b.step(model.OpSuccess(model.Kind(k)))
+	}
+}

@@ -1,0 +1,251 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
+)
+
+// Config describes one simulated outage.
+type Config struct {
+	Clients   int     // clients, each with its own budget; 0 means 50
+	Rate      float64 // requests per second per client; 0 means 10
+	Attempts  int     // attempts per request, the first included; 0 means 3
+	BaseDelay time.Duration
+	MaxDelay  time.Duration // the Retrier's backoff; 0 means 50ms and 2s (seed 004's)
+	// The script: Healthy, then Outage at ErrorRate, then Recovery. Zero
+	// durations mean 20s, 60s and 20s; ErrorRate is a fraction in [0, 1].
+	Healthy, Outage, Recovery time.Duration
+	ErrorRate                 float64
+	// NewBudget builds one client's budget on clock, which reads the
+	// simulation's virtual time. Nil means no budget.
+	NewBudget func(clock budget.Clock) budget.Budget `json:"-"`
+	Seed      uint64
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clients <= 0 {
+		c.Clients = 50
+	}
+	if c.Rate <= 0 {
+		c.Rate = 10
+	}
+	if c.Attempts <= 0 {
+		c.Attempts = 3
+	}
+	if c.BaseDelay <= 0 {
+		c.BaseDelay = 50 * time.Millisecond
+	}
+	if c.MaxDelay <= 0 {
+		c.MaxDelay = 2 * time.Second
+	}
+	if c.Healthy <= 0 {
+		c.Healthy = 20 * time.Second
+	}
+	if c.Outage <= 0 {
+		c.Outage = 60 * time.Second
+	}
+	if c.Recovery <= 0 {
+		c.Recovery = 20 * time.Second
+	}
+	return c
+}
+
+// Second is what the dependency saw in one second of virtual time.
+type Second struct {
+	Attempts, FirstAttempts int
+	Granted, Denied         int // retries the budgets granted and denied
+	Succeeded, Failed       int // requests that ended in this second, by outcome
+}
+
+// Result is what a run measured.
+type Result struct {
+	Config  Config
+	Seconds []Second
+	// Over the outage: attempts ÷ first attempts, and retries denied.
+	Amplification float64
+	Denied        int
+	Granted       int
+	// The share of requests started during recovery that succeeded.
+	RecoverySuccess float64
+}
+
+// grid spaces every instant at which a goroutine of the simulation wakes:
+// request r wakes only at instants ≡ r (mod grid), and arrivals happen at
+// multiples of grid, so no two goroutines ever wake together and the run is
+// deterministic. It is about a millisecond.
+const grid = 1 << 20
+
+// Run simulates the outage in a testing/synctest bubble of t and returns
+// the measurements. It fails t if the simulation itself cannot run.
+func Run(t *testing.T, c Config) Result {
+	t.Helper()
+	c = c.withDefaults()
+	var res Result
+	synctest.Test(t, func(t *testing.T) { res = run(c) })
+	return res
+}
+
+type request struct {
+	id      int64
+	client  int
+	started time.Duration
+}
+
+func run(c Config) Result {
+	start := time.Now()
+	total := c.Healthy + c.Outage + c.Recovery
+	res := Result{Config: c, Seconds: make([]Second, int(total/time.Second)+int(c.MaxDelay/time.Second)*c.Attempts+2)}
+	var mu sync.Mutex // the goroutines never run together, but the race detector cannot know that
+	at := func() (time.Duration, *Second) {
+		d := time.Since(start)
+		return d, &res.Seconds[min(int(d/time.Second), len(res.Seconds)-1)]
+	}
+
+	budgets := make([]budget.Budget, c.Clients)
+	for i := range budgets {
+		if c.NewBudget != nil {
+			budgets[i] = &counting{inner: c.NewBudget(budget.NewMonotonicClock()), mu: &mu, at: at}
+		} else {
+			budgets[i] = &counting{inner: unlimited{}, mu: &mu, at: at}
+		}
+	}
+	failing := func(d time.Duration, r *request, attempt int) bool {
+		if d < c.Healthy || d >= c.Healthy+c.Outage {
+			return false
+		}
+		// A coin for this request and attempt alone, so that the outcome
+		// does not depend on the order of anything else.
+		rng := rand.New(rand.NewPCG(c.Seed^uint64(r.id), uint64(attempt)))
+		return rng.Float64() < c.ErrorRate
+	}
+
+	interval := time.Duration(float64(time.Second) / (c.Rate * float64(c.Clients)))
+	interval = max(interval/grid, 1) * grid
+	var wg sync.WaitGroup
+	var id int64
+	for arrival := time.Duration(0); arrival < total; arrival += interval {
+		time.Sleep(arrival - time.Since(start))
+		id++
+		r := &request{id: id, client: int(id) % c.Clients, started: arrival}
+		rng := rand.New(rand.NewPCG(c.Seed, uint64(id)))
+		retrier := &budget.Retrier{
+			Budget:      budgets[r.client],
+			MaxAttempts: c.Attempts,
+			BaseDelay:   c.BaseDelay,
+			MaxDelay:    c.MaxDelay,
+			Jitter: func(ceiling time.Duration) time.Duration {
+				// Full jitter, then down to the next instant of this
+				// request's own residue class.
+				w := time.Duration(rng.Int64N(int64(ceiling) + 1))
+				end := time.Since(start) + w
+				w -= time.Duration((int64(end) - r.id%grid + grid) % grid)
+				switch {
+				case w >= 0:
+				case w+grid <= ceiling:
+					w += grid
+				default:
+					w = 0 // no wait at all: the request goes on at once, in its own goroutine
+				}
+				return w
+			},
+		}
+		wg.Go(func() {
+			attempt := 0
+			err := retrier.Do(context.Background(), func(context.Context, budget.Attempt) error {
+				attempt++
+				d, s := at()
+				mu.Lock()
+				s.Attempts++
+				if attempt == 1 {
+					s.FirstAttempts++
+				}
+				mu.Unlock()
+				if failing(d, r, attempt) {
+					return errUnavailable
+				}
+				return nil
+			})
+			_, s := at()
+			mu.Lock()
+			if err == nil {
+				s.Succeeded++
+			} else {
+				s.Failed++
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	res.summarize()
+	return res
+}
+
+var errUnavailable = errors.New("503 service unavailable")
+
+func (r *Result) summarize() {
+	c := r.Config
+	from, to := int(c.Healthy/time.Second), int((c.Healthy+c.Outage)/time.Second)
+	var attempts, firsts int
+	for i := from; i < to && i < len(r.Seconds); i++ {
+		s := r.Seconds[i]
+		attempts += s.Attempts
+		firsts += s.FirstAttempts
+		r.Denied += s.Denied
+		r.Granted += s.Granted
+	}
+	if firsts > 0 {
+		r.Amplification = float64(attempts) / float64(firsts)
+	}
+	// Requests end at most a few waits after they start; count the ends in
+	// recovery, after the first MaxDelay × Attempts of it.
+	var ok, all int
+	for i := to + int(c.MaxDelay/time.Second)*c.Attempts + 1; i < int((c.Healthy+c.Outage+c.Recovery)/time.Second) && i < len(r.Seconds); i++ {
+		ok += r.Seconds[i].Succeeded
+		all += r.Seconds[i].Succeeded + r.Seconds[i].Failed
+	}
+	if all > 0 {
+		r.RecoverySuccess = float64(ok) / float64(all)
+	}
+}
+
+// counting wraps a client's budget and counts its answers per second.
+type counting struct {
+	inner budget.Budget
+	mu    *sync.Mutex
+	at    func() (time.Duration, *Second)
+}
+
+func (c *counting) Request() { c.inner.Request() }
+func (c *counting) Retry(k budget.Kind) bool {
+	ok := c.inner.Retry(k)
+	_, s := c.at()
+	c.mu.Lock()
+	if ok {
+		s.Granted++
+	} else {
+		s.Denied++
+	}
+	c.mu.Unlock()
+	return ok
+}
+func (c *counting) Success(k budget.Kind) { c.inner.Success(k) }
+
+type unlimited struct{}
+
+func (unlimited) Request()               {}
+func (unlimited) Retry(budget.Kind) bool { return true }
+func (unlimited) Success(budget.Kind)    {}
+
+// String formats the headline numbers.
+func (r Result) String() string {
+	return fmt.Sprintf("amplification %.3fx, %d retries granted and %d denied during the outage, %.1f%% of recovery requests succeeded",
+		r.Amplification, r.Granted, r.Denied, 100*r.RecoverySuccess)
+}
