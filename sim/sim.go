@@ -127,11 +127,12 @@ func run(c Config) Result {
 		return rng.Float64() < c.ErrorRate
 	}
 
-	interval := time.Duration(float64(time.Second) / (c.Rate * float64(c.Clients)))
-	interval = max(interval/grid, 1) * grid
+	// Arrivals keep the configured rate on average, each on a multiple of
+	// grid and after the one before.
+	interval := float64(time.Second) / (c.Rate * float64(c.Clients))
 	var wg sync.WaitGroup
 	var id int64
-	for arrival := time.Duration(0); arrival < total; arrival += interval {
+	for arrival := time.Duration(0); arrival < total; {
 		time.Sleep(arrival - time.Since(start))
 		id++
 		r := &request{id: id, client: int(id) % c.Clients, started: arrival}
@@ -182,6 +183,8 @@ func run(c Config) Result {
 			}
 			mu.Unlock()
 		})
+		next := time.Duration(float64(id)*interval) / grid * grid
+		arrival = max(next, arrival+grid)
 	}
 	wg.Wait()
 	res.summarize()

@@ -11,7 +11,7 @@ import (
 // outage shaded. It is written by hand: a few dozen lines of SVG are smaller
 // and clearer than a plotting library and its dependencies.
 func SVG(names []string, results []Result) []byte {
-	const w, h, left, right, top, bottom = 900, 420, 60, 250, 30, 40
+	const w, h, left, right, top, bottom = 1000, 420, 60, 300, 30, 40
 	colors := []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"}
 	var b bytes.Buffer
 	if len(results) == 0 {
