@@ -1,6 +1,6 @@
 module github.com/retrybudget/retrybudget
 
-go 1.26
+go 1.26.0
 
 require pgregory.net/rapid v1.3.0
 
@@ -11,3 +11,10 @@ require (
 )
 
 require go.uber.org/goleak v1.3.0
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

@@ -172,6 +172,8 @@ func (r Result[S]) Model() model.Model[S] { return r.m }
 func (r Result[S]) Explain() string {
 	var b strings.Builder
 	switch r.Verdict {
+	case 0:
+		return "no result: nothing was checked\n"
 	case Linearizable:
 		fmt.Fprintf(&b, "linearizable: %d operations (checked in %v)\n", len(r.History), r.Elapsed.Round(time.Microsecond))
 		return b.String()

@@ -226,12 +226,14 @@ func RecordWith(ctx context.Context, s Scenario, newBudget func(budget.Clock) bu
 }
 
 func record(s Scenario, newBudget func(budget.Clock) budget.Budget, advance func(*budget.ManualClock, time.Duration)) (h History, err error) {
-	// More Ps than cores: the operating system then preempts the threads
-	// running the goroutines at arbitrary instructions, inside the
-	// budget's calls too, and a race between two of its steps shows even
-	// on a machine whose cores are busy with other work.
-	if prev := runtime.GOMAXPROCS(0); prev < 8 {
-		runtime.GOMAXPROCS(8)
+	// More Ps than cores when there are more goroutines than Ps: the
+	// operating system then preempts the threads running them at arbitrary
+	// instructions, inside the budget's calls too, and a race between two
+	// of its steps shows even on a machine whose cores are busy with other
+	// work. (Changing GOMAXPROCS stops the world, so small scenarios, run
+	// thousands of times by the minimizer, keep what they have.)
+	if n := len(s.Goroutines) + 1; runtime.GOMAXPROCS(0) < n {
+		prev := runtime.GOMAXPROCS(max(8, n))
 		defer runtime.GOMAXPROCS(prev)
 	}
 	clock := new(budget.ManualClock)

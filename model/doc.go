@@ -11,7 +11,9 @@
 //
 // The operations are those of the budget contract plus the clock:
 // Request, Retry(kind) which answers granted or denied, Success(kind), and
-// Advance(d), which moves the clock the budget was built with by d. Time is
+// Advance(d), which moves the clock the budget was built with by d; and
+// Reset, the loss of a budget's state when the store that keeps it restarts
+// without persistence. Time is
 // data here: a state carries the clock's reading and the latest reading the
 // budget has seen, and an operation that observes time uses the later of the
 // two. A reading earlier than the latest one seen counts as the latest one,

@@ -44,6 +44,9 @@ const (
 	Retry                     // may a retry of Op.Kind follow? Output: granted
 	Success                   // an attempt of Op.Kind succeeded
 	Advance                   // the clock moves by Op.D
+	// Reset loses the budget's state, as a store that restarts without
+	// persistence does: the budget is as new, on the same clock.
+	Reset
 )
 
 // An Op is one operation on a budget or its clock.
@@ -64,6 +67,9 @@ func OpRetry(k Kind) Op { return Op{Op: Retry, Kind: k} }
 // OpSuccess returns Success(k).
 func OpSuccess(k Kind) Op { return Op{Op: Success, Kind: k} }
 
+// OpReset is Reset.
+var OpReset = Op{Op: Reset}
+
 // OpAdvance returns Advance(d).
 func OpAdvance(d time.Duration) Op { return Op{Op: Advance, D: d} }
 
@@ -79,6 +85,8 @@ func (op Op) String() string {
 		return "success(" + op.Kind.String() + ")"
 	case Advance:
 		return "advance(" + op.D.String() + ")"
+	case Reset:
+		return "reset"
 	}
 	return fmt.Sprintf("Op(%d)", op.Op)
 }
@@ -163,7 +171,7 @@ func formatMilli(m int64) string {
 // MarshalText encodes op as its String form, so that histories saved as JSON
 // read as "retry(transient)" rather than numbers.
 func (op Op) MarshalText() ([]byte, error) {
-	if op.Op < Request || op.Op > Advance {
+	if op.Op < Request || op.Op > Reset {
 		return nil, fmt.Errorf("model: cannot encode %v", op)
 	}
 	return []byte(op.String()), nil
@@ -182,6 +190,9 @@ func (op *Op) UnmarshalText(text []byte) error {
 	switch {
 	case name == "request" && !hasArg:
 		*op = OpRequest
+		return nil
+	case name == "reset" && !hasArg:
+		*op = OpReset
 		return nil
 	case (name == "retry" || name == "success") && hasArg:
 		k, err := parseKind(arg)

@@ -84,7 +84,7 @@ func TestOpTextRoundTrip(t *testing.T) {
 		model.OpRequest,
 		model.OpRetry(model.Transient), model.OpRetry(model.Throttled), model.OpRetry(model.FirstAttempt), model.OpRetry(model.Kind(7)),
 		model.OpSuccess(model.FirstAttempt), model.OpSuccess(model.Throttled),
-		model.OpAdvance(0), model.OpAdvance(1500 * time.Millisecond), model.OpAdvance(-3), model.OpAdvance(1<<63 - 1), model.OpAdvance(-1 << 63),
+		model.OpReset, model.OpAdvance(0), model.OpAdvance(1500 * time.Millisecond), model.OpAdvance(-3), model.OpAdvance(1<<63 - 1), model.OpAdvance(-1 << 63),
 	}
 	for _, op := range ops {
 		text, err := op.MarshalText()
@@ -105,5 +105,21 @@ func TestOpTextRoundTrip(t *testing.T) {
 	}
 	if _, err := (model.Op{}).MarshalText(); err == nil {
 		t.Errorf("MarshalText of the zero Op succeeded, want an error")
+	}
+}
+
+func TestResetKeepsTheClock(t *testing.T) {
+	m := model.TokenBucket{Capacity: 10_000, TransientCost: 10_000, ThrottledCost: 1, RefillPerSecond: 1000}
+	s, _ := m.Step(m.Init(), model.OpAdvance(3*time.Second))
+	s, _ = m.Step(s, model.OpRetry(model.Transient))
+	s, _ = m.Step(s, model.OpReset)
+	if s.Tokens != 10_000 || s.Clock.Now != 3*time.Second {
+		t.Errorf("after reset: %+v, want a full bucket at 3s", s)
+	}
+	r := model.SRE()
+	rs, _ := r.Step(r.Init(), model.OpRequest)
+	rs, _ = r.Step(rs, model.OpReset)
+	if len(rs.Window) != 0 {
+		t.Errorf("ratio after reset: %s, want an empty window", r.DescribeState(rs))
 	}
 }

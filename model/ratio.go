@@ -55,6 +55,8 @@ func (m Ratio) width() int64 { return int64(m.Window) / m.Slots }
 // Step applies op.
 func (m Ratio) Step(s RatioState, op Op) (RatioState, bool) {
 	switch op.Op {
+	case Reset:
+		return RatioState{Clock: s.Clock}, false
 	case Advance:
 		s.Clock = s.Clock.advance(op.D)
 	case Request:

@@ -25,6 +25,8 @@ func (m Throttle) Init() ThrottleState { return ThrottleState{Tokens: m.Max} }
 // Step applies op.
 func (m Throttle) Step(s ThrottleState, op Op) (ThrottleState, bool) {
 	switch op.Op {
+	case Reset:
+		return m.Init(), false
 	case Retry:
 		if !op.Kind.IsRetry() {
 			return s, false

@@ -58,6 +58,8 @@ func (m TokenBucket) cost(k Kind) int64 {
 // Step applies op.
 func (m TokenBucket) Step(s TokenBucketState, op Op) (TokenBucketState, bool) {
 	switch op.Op {
+	case Reset:
+		return TokenBucketState{Tokens: m.Capacity, Clock: s.Clock}, false
 	case Advance:
 		if m.RefillPerSecond > 0 { // without refill, time changes nothing
 			s.Clock = s.Clock.advance(op.D)
