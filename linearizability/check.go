@@ -2,8 +2,10 @@ package linearizability
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,32 +75,73 @@ type Stuck struct {
 	ModelGranted bool // the model's answer, for a Retry
 }
 
-// Porcupine returns the porcupine model that Check uses for m. Its inputs
-// are model.Op values and its outputs the bool a Retry returned.
+// call is the input of an operation in the porcupine models.
+type call struct {
+	Op      model.Op
+	Pending bool
+}
+
+func describe(input, output any) string {
+	c := input.(call)
+	if c.Pending {
+		return c.Op.String() + " -> unknown"
+	}
+	return model.Describe(c.Op, output.(bool))
+}
+
+// Porcupine returns the porcupine model that Check uses for m on a history
+// with no pending calls.
 func Porcupine[S any](m model.Model[S]) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return m.Init() },
 		Step: func(state, input, output any) (bool, any) {
-			op := input.(model.Op)
+			op := input.(call).Op
 			next, granted := m.Step(state.(S), op)
 			if op.Op == model.Retry && granted != output.(bool) {
 				return false, state
 			}
 			return true, next
 		},
-		Equal: func(a, b any) bool { return m.Equal(a.(S), b.(S)) },
-		Hash:  func(s any) uint64 { return m.Hash(s.(S)) },
-		DescribeOperation: func(input, output any) string {
-			return model.Describe(input.(model.Op), output.(bool))
-		},
-		DescribeState: func(s any) string { return m.DescribeState(s.(S)) },
+		Equal:             func(a, b any) bool { return m.Equal(a.(S), b.(S)) },
+		Hash:              func(s any) uint64 { return m.Hash(s.(S)) },
+		DescribeOperation: describe,
+		DescribeState:     func(s any) string { return m.DescribeState(s.(S)) },
 	}
+}
+
+// PorcupineWithPending returns the model Check uses for m on a history with
+// pending calls: a pending call either took effect, with whatever answer
+// the model gives, or never did, so it leads to both states.
+func PorcupineWithPending[S any](m model.Model[S]) porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{m.Init()} },
+		Step: func(state, input, output any) []any {
+			c := input.(call)
+			next, granted := m.Step(state.(S), c.Op)
+			if c.Pending {
+				return []any{state, next}
+			}
+			if c.Op.Op == model.Retry && granted != output.(bool) {
+				return nil
+			}
+			return []any{next}
+		},
+		Equal:             func(a, b any) bool { return m.Equal(a.(S), b.(S)) },
+		Hash:              func(s any) uint64 { return m.Hash(s.(S)) },
+		DescribeOperation: describe,
+		DescribeState:     func(s any) string { return m.DescribeState(s.(S)) },
+	}
+	return nm.ToModel()
 }
 
 func toPorcupine(h History) []porcupine.Operation {
 	ops := make([]porcupine.Operation, len(h))
 	for i, o := range h {
-		ops[i] = porcupine.Operation{ClientId: o.Client, Input: o.Op, Output: o.Granted, Call: o.Call, Return: o.Return}
+		ret := o.Return
+		if o.Pending {
+			ret = math.MaxInt64 // it may take effect at any time after its call
+		}
+		ops[i] = porcupine.Operation{ClientId: o.Client, Input: call{o.Op, o.Pending}, Output: o.Granted, Call: o.Call, Return: ret}
 	}
 	return ops
 }
@@ -107,6 +150,9 @@ func toPorcupine(h History) []porcupine.Operation {
 // (0 means no limit), and says what it found.
 func Check[S any](m model.Model[S], h History, timeout time.Duration) Result[S] {
 	r := Result[S]{History: h, m: m, pm: Porcupine(m)}
+	if slices.ContainsFunc(h, func(o Operation) bool { return o.Pending }) {
+		r.pm = PorcupineWithPending(m)
+	}
 	ops := toPorcupine(h)
 	start := time.Now()
 	res := porcupine.CheckOperationsTimeout(r.pm, ops, timeout)
@@ -151,7 +197,7 @@ func (r *Result[S]) explain() {
 	// every unplaced operation returned.
 	firstReturn := int64(1<<63 - 1)
 	for i, o := range r.History {
-		if !placed[i] {
+		if !placed[i] && !o.Pending {
 			firstReturn = min(firstReturn, o.Return)
 		}
 	}

@@ -89,3 +89,45 @@ func TestTimeoutIsInconclusive(t *testing.T) {
 		t.Errorf("Explain() = %q", r.Explain())
 	}
 }
+
+func TestPendingCalls(t *testing.T) {
+	retry := model.OpRetry(model.Transient)
+	pending := func(client int, o model.Op, call int64) linearizability.Operation {
+		return linearizability.Operation{Client: client, Op: o, Call: call, Pending: true}
+	}
+	tests := []struct {
+		name string
+		h    linearizability.History
+		want linearizability.Verdict
+	}{
+		// A pending retry may have taken the only 14 tokens: the later
+		// denial is explained by it.
+		{"PendingRetryExplainsADenial", linearizability.History{
+			pending(1, retry, 1), op(2, retry, false, 3, 4),
+		}, linearizability.Linearizable},
+		// Or it may never have happened: a later grant is fine too.
+		{"PendingRetryMayNotHaveHappened", linearizability.History{
+			pending(1, retry, 1), op(2, retry, true, 3, 4),
+		}, linearizability.Linearizable},
+		// A pending refund may land between two grants and pay for the
+		// second; a pending request could not.
+		{"PendingRefundExplainsASecondGrant", linearizability.History{
+			pending(1, model.OpSuccess(model.Transient), 1), op(2, retry, true, 3, 4), op(2, retry, true, 5, 6),
+		}, linearizability.Linearizable},
+		{"TwoGrantsWithoutRefund", linearizability.History{
+			pending(1, model.OpRequest, 1), op(2, retry, true, 3, 4), op(2, retry, true, 5, 6),
+		}, linearizability.Violation},
+		// A reset (a restart without persistence) refills the bucket.
+		{"ResetExplainsASecondGrant", linearizability.History{
+			op(2, retry, true, 1, 2), op(3, model.OpReset, false, 3, 4), op(2, retry, true, 5, 6),
+		}, linearizability.Linearizable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := linearizability.Check(oneRetry, tt.h, 5*time.Second)
+			if r.Verdict != tt.want {
+				t.Errorf("Check = %v, want %v\n%s", r.Verdict, tt.want, r.Explain())
+			}
+		})
+	}
+}

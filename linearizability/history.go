@@ -17,10 +17,19 @@ type Operation struct {
 	Granted bool     `json:"granted,omitempty"` // Retry's answer
 	Call    int64    `json:"call"`              // stamp taken just before the call
 	Return  int64    `json:"return"`            // stamp taken just after it returned
+	// Pending marks a call whose outcome is unknown: it failed or timed
+	// out, so it may have taken effect, at any time after its call, or
+	// not at all. Its Granted and Return mean nothing. A pending call is
+	// never dropped from a history: dropping it could hide a violation, or
+	// invent one.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // String describes o as "[12,15] g2 retry(transient) -> granted".
 func (o Operation) String() string {
+	if o.Pending {
+		return fmt.Sprintf("[%d,…] %s %s -> unknown (pending)", o.Call, clientName(o.Client), o.Op)
+	}
 	return fmt.Sprintf("[%d,%d] %s %s", o.Call, o.Return, clientName(o.Client), model.Describe(o.Op, o.Granted))
 }
 
