@@ -1,0 +1,329 @@
+package redisbudget
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/retrybudget/retrybudget/budget"
+)
+
+//go:embed tokenbucket.lua
+var tokenBucketLua string
+
+//go:embed ratio.lua
+var ratioLua string
+
+var (
+	tokenBucketScript = redis.NewScript(tokenBucketLua)
+	ratioScript       = redis.NewScript(ratioLua)
+)
+
+// ErrUnavailable wraps every error a call to Redis returns.
+var ErrUnavailable = errors.New("redisbudget: redis unavailable")
+
+// Config is what both budgets need besides their algorithm's settings.
+type Config struct {
+	// Client talks to Redis. Turn its own retries off (MaxRetries: -1):
+	// a retried script could be applied twice.
+	Client redis.UniversalClient
+	// Name identifies the budget: every process that shares it uses the
+	// same Name. The key is "retrybudget:{Name}:tb" or ":ratio".
+	Name string
+	// CallTimeout bounds each call to Redis. Zero means 100ms.
+	CallTimeout time.Duration
+	// IdleTTL is how long a budget's key lives without calls; an expired
+	// budget starts again as new. Zero means one hour.
+	IdleTTL time.Duration
+	// Clock, if set, replaces the server's TIME: for tests. It is read in
+	// the process before each call, so a step of it concurrent with a call
+	// can reach the server in either order; for concurrent tests use
+	// ClockKey. In production leave both unset, so that the whole fleet
+	// reads one clock, inside each call.
+	Clock budget.Clock
+	// ClockKey, if set, names a Redis key holding the time in nanoseconds,
+	// which the scripts read inside each call: a test clock that the whole
+	// fleet shares, stepped with INCRBY.
+	ClockKey string
+	// OnError, if set, is called with every failed call's error.
+	OnError func(error)
+	// FleetSize, if positive, opts into a fallback when Redis fails: a
+	// local budget with 1/FleetSize of the capacity (or floor) decides
+	// instead of a plain denial. Zero fails closed.
+	FleetSize int
+}
+
+func (c *Config) check(kind string) error {
+	if c.Client == nil {
+		return fmt.Errorf("redisbudget: Config.Client must be set: %w", budget.ErrInvalidConfig)
+	}
+	if c.Name == "" {
+		return fmt.Errorf("redisbudget: Config.Name must be set: %w", budget.ErrInvalidConfig)
+	}
+	if c.CallTimeout < 0 || c.IdleTTL < 0 || c.FleetSize < 0 {
+		return fmt.Errorf("redisbudget: CallTimeout, IdleTTL and FleetSize must be >= 0: %w", budget.ErrInvalidConfig)
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = 100 * time.Millisecond
+	}
+	if c.IdleTTL == 0 {
+		c.IdleTTL = time.Hour
+	}
+	return nil
+}
+
+func (c *Config) now() string {
+	if c.Clock == nil {
+		return ""
+	}
+	return strconv.FormatInt(int64(c.Clock.Now()), 10)
+}
+
+func (c *Config) keys(key string) []string {
+	if c.ClockKey != "" {
+		return []string{key, c.ClockKey}
+	}
+	return []string{key}
+}
+
+// errs counts and reports failed calls.
+type errs struct {
+	n       atomic.Uint64
+	onError func(error)
+}
+
+func (e *errs) report(err error) {
+	e.n.Add(1)
+	if e.onError != nil {
+		e.onError(err)
+	}
+}
+
+func milli(x float64) int64 { return int64(math.Round(x * 1000)) }
+
+// maxCapacity keeps every value of the token-bucket script below 2^53:
+// capacity × 1e9 in milli-tokens.
+const maxCapacity = 9000
+
+// A TokenBucket is budget.TokenBucket kept in Redis and shared by every
+// process that uses the same Name. It implements budget.Budget; Request
+// makes no call.
+//
+// TokenBucket is safe for concurrent use by multiple goroutines.
+type TokenBucket struct {
+	cfg      Config
+	key      string
+	capacity int64
+	cost     [3]int64
+	bonus    int64
+	refill   int64
+	noRefund bool
+	fallback *budget.TokenBucket
+	errs     errs
+}
+
+var _ budget.Budget = (*TokenBucket)(nil)
+
+// NewTokenBucket returns a TokenBucket named c.Name with the settings of b,
+// which must be valid for budget.NewTokenBucket and hold at most 9000
+// tokens. b.Clock is ignored: time comes from c.Clock or the server.
+func NewTokenBucket(c Config, b budget.TokenBucketConfig) (*TokenBucket, error) {
+	if err := c.check("tb"); err != nil {
+		return nil, err
+	}
+	if _, err := budget.NewTokenBucket(b); err != nil {
+		return nil, err
+	}
+	if b.Capacity > maxCapacity {
+		return nil, fmt.Errorf("redisbudget: TokenBucketConfig.Capacity must be at most %d, got %v: %w", maxCapacity, b.Capacity, budget.ErrInvalidConfig)
+	}
+	t := &TokenBucket{
+		cfg: c, key: "retrybudget:{" + c.Name + "}:tb",
+		capacity: milli(b.Capacity), bonus: milli(b.SuccessBonus), refill: milli(b.RefillPerSecond), noRefund: b.NoRefund,
+		cost: [3]int64{0, milli(b.TransientCost), milli(b.ThrottledCost)},
+		errs: errs{onError: c.OnError},
+	}
+	if c.FleetSize > 0 {
+		local := b
+		local.Capacity = max(b.Capacity/float64(c.FleetSize), b.TransientCost, b.ThrottledCost)
+		local.Clock = nil
+		fb, err := budget.NewTokenBucket(local)
+		if err != nil {
+			return nil, err
+		}
+		t.fallback = fb
+	}
+	return t, nil
+}
+
+// Errors returns how many calls to Redis have failed.
+func (t *TokenBucket) Errors() uint64 { return t.errs.n.Load() }
+
+// Request makes no call: a first attempt is free.
+func (t *TokenBucket) Request() {}
+
+// Retry is RetryContext with a background context.
+func (t *TokenBucket) Retry(k budget.Kind) bool {
+	ok, _ := t.RetryContext(context.Background(), k)
+	return ok
+}
+
+// RetryContext asks Redis for a retry of kind k within CallTimeout and
+// ctx. If the call fails, the retry is denied (or decided by the fallback)
+// and the error, wrapping ErrUnavailable, is returned and reported.
+func (t *TokenBucket) RetryContext(ctx context.Context, k budget.Kind) (bool, error) {
+	if !k.IsRetry() {
+		return false, nil
+	}
+	res, err := t.run(ctx, "retry", t.cost[k])
+	if err != nil {
+		if t.fallback != nil {
+			return t.fallback.Retry(k), err
+		}
+		return false, err
+	}
+	return res == 1, nil
+}
+
+// Success is SuccessContext with a background context.
+func (t *TokenBucket) Success(k budget.Kind) { _ = t.SuccessContext(context.Background(), k) }
+
+// SuccessContext credits a successful attempt: the refund of a retry of
+// kind k, or the bonus of a first attempt.
+func (t *TokenBucket) SuccessContext(ctx context.Context, k budget.Kind) error {
+	credit := t.bonus
+	if k.IsRetry() && !t.noRefund {
+		credit = t.cost[k]
+	}
+	if t.fallback != nil {
+		t.fallback.Success(k)
+	}
+	if credit == 0 && t.refill == 0 {
+		return nil
+	}
+	_, err := t.run(ctx, "credit", credit)
+	return err
+}
+
+func (t *TokenBucket) run(ctx context.Context, op string, amount int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.CallTimeout)
+	defer cancel()
+	v, err := tokenBucketScript.Run(ctx, t.cfg.Client, t.cfg.keys(t.key), op, amount, t.capacity, t.refill, t.cfg.now(), t.cfg.IdleTTL.Milliseconds()).Slice()
+	if err != nil {
+		err = fmt.Errorf("%w: %s %s: %w", ErrUnavailable, op, t.key, err)
+		t.errs.report(err)
+		return 0, err
+	}
+	granted, _ := v[0].(int64)
+	return granted, nil
+}
+
+// A Ratio is budget.Ratio kept in Redis and shared by every process that
+// uses the same Name. It implements budget.Budget; Success makes no call.
+//
+// Ratio is safe for concurrent use by multiple goroutines.
+type Ratio struct {
+	cfg      Config
+	key      string
+	width    int64
+	slots    int64
+	ppm      int64
+	floor    int64
+	fallback *budget.Ratio
+	errs     errs
+}
+
+var _ budget.Budget = (*Ratio)(nil)
+
+// NewRatio returns a Ratio named c.Name with the settings of r, which must
+// be valid for budget.NewRatio and have at most 1024 slots. r.Clock is
+// ignored: time comes from c.Clock or the server.
+func NewRatio(c Config, r budget.RatioConfig) (*Ratio, error) {
+	if err := c.check("ratio"); err != nil {
+		return nil, err
+	}
+	r.Clock = new(budget.ManualClock)
+	if _, err := budget.NewRatio(r); err != nil {
+		return nil, err
+	}
+	if r.Slots > 1024 {
+		return nil, fmt.Errorf("redisbudget: RatioConfig.Slots must be at most 1024, got %d: %w", r.Slots, budget.ErrInvalidConfig)
+	}
+	b := &Ratio{
+		cfg: c, key: "retrybudget:{" + c.Name + "}:ratio",
+		width: int64(r.Window) / int64(r.Slots), slots: int64(r.Slots),
+		ppm: int64(math.Round(r.Ratio * 1e6)), floor: int64(r.Floor),
+		errs: errs{onError: c.OnError},
+	}
+	if c.FleetSize > 0 {
+		local := r
+		local.Floor = r.Floor / c.FleetSize
+		local.Clock = nil
+		fb, err := budget.NewRatio(local)
+		if err != nil {
+			return nil, err
+		}
+		b.fallback = fb
+	}
+	return b, nil
+}
+
+// Errors returns how many calls to Redis have failed.
+func (r *Ratio) Errors() uint64 { return r.errs.n.Load() }
+
+// Request is RequestContext with a background context.
+func (r *Ratio) Request() { _ = r.RequestContext(context.Background()) }
+
+// RequestContext counts a request in the current slot.
+func (r *Ratio) RequestContext(ctx context.Context) error {
+	if r.fallback != nil {
+		r.fallback.Request()
+	}
+	_, err := r.run(ctx, "request")
+	return err
+}
+
+// Retry is RetryContext with a background context.
+func (r *Ratio) Retry(k budget.Kind) bool {
+	ok, _ := r.RetryContext(context.Background(), k)
+	return ok
+}
+
+// RetryContext asks Redis whether one more retry keeps the window within
+// max(Floor, Ratio × requests). If the call fails, the retry is denied (or
+// decided by the fallback) and the error is returned and reported.
+func (r *Ratio) RetryContext(ctx context.Context, k budget.Kind) (bool, error) {
+	if !k.IsRetry() {
+		return false, nil
+	}
+	res, err := r.run(ctx, "retry")
+	if err != nil {
+		if r.fallback != nil {
+			return r.fallback.Retry(k), err
+		}
+		return false, err
+	}
+	return res == 1, nil
+}
+
+// Success makes no call: a Ratio recovers as its window slides.
+func (r *Ratio) Success(budget.Kind) {}
+
+func (r *Ratio) run(ctx context.Context, op string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+	defer cancel()
+	v, err := ratioScript.Run(ctx, r.cfg.Client, r.cfg.keys(r.key), op, r.width, r.slots, r.ppm, r.floor, r.cfg.now(), r.cfg.IdleTTL.Milliseconds()).Int64()
+	if err != nil {
+		err = fmt.Errorf("%w: %s %s: %w", ErrUnavailable, op, r.key, err)
+		r.errs.report(err)
+		return 0, err
+	}
+	return v, nil
+}

@@ -1,0 +1,207 @@
+package redisbudget_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/seqcheck"
+	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/redisbudget"
+)
+
+var (
+	scenarios = flag.Int("redis.scenarios", 5, "scenarios per fault kind in TestLinearizableUnderFaults (the acceptance level is 50)")
+	names     atomic.Int64
+)
+
+// fresh returns a budget name no other test has used.
+func fresh(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), names.Add(1))
+}
+
+func newBucket(t testing.TB, s *server, c *budget.ManualClock, name string, m model.TokenBucket, client func() *redisbudget.Config) *redisbudget.TokenBucket {
+	cfg := client()
+	cfg.Name, cfg.Clock = name, c
+	b, err := redisbudget.NewTokenBucket(*cfg, seqcheck.TokenBucketConfig(m, nil))
+	if err != nil {
+		t.Fatalf("NewTokenBucket: %v", err)
+	}
+	return b
+}
+
+func newRatio(t testing.TB, c *budget.ManualClock, name string, m model.Ratio, cfg redisbudget.Config) *redisbudget.Ratio {
+	cfg.Name, cfg.Clock = name, c
+	b, err := redisbudget.NewRatio(cfg, seqcheck.RatioConfig(m, nil))
+	if err != nil {
+		t.Fatalf("NewRatio: %v", err)
+	}
+	return b
+}
+
+// The Lua scripts follow the models exactly, one call at a time, on an
+// injected clock.
+func TestTokenBucketMatchesModel(t *testing.T) {
+	s := startServer(t)
+	client := s.client(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		m := seqcheck.DrawTokenBucket(rt, true)
+		tm := seqcheck.TokenBucketTiming(m)
+		tm.Forward = true // instants stay far below 2^53 ns
+		name := fresh("tb")
+		seqcheck.Check(rt, seqcheck.Subject[model.TokenBucketState]{
+			Model: m,
+			New: func(c budget.Clock) budget.Budget {
+				b, err := redisbudget.NewTokenBucket(redisbudget.Config{Client: client, Name: name, Clock: c, CallTimeout: time.Second}, seqcheck.TokenBucketConfig(m, nil))
+				if err != nil {
+					rt.Fatal(err)
+				}
+				return failOnError{b, rt}
+			},
+			Timing: tm,
+		}, nil)
+	})
+}
+
+func TestRatioMatchesModel(t *testing.T) {
+	s := startServer(t)
+	client := s.client(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		m := seqcheck.DrawRatio(rt)
+		if m.Slots > 64 {
+			m.Slots = 64 // fewer slots: each expired slot is a call inside the script
+		}
+		if m.Window < time.Duration(m.Slots) {
+			m.Window = time.Duration(m.Slots)
+		}
+		tm := seqcheck.RatioTiming(m)
+		tm.Forward = true
+		name := fresh("ratio")
+		seqcheck.Check(rt, seqcheck.Subject[model.RatioState]{
+			Model: m,
+			New: func(c budget.Clock) budget.Budget {
+				b, err := redisbudget.NewRatio(redisbudget.Config{Client: client, Name: name, Clock: c, CallTimeout: time.Second}, seqcheck.RatioConfig(m, nil))
+				if err != nil {
+					rt.Fatal(err)
+				}
+				return failOnError{b, rt}
+			},
+			Timing: tm,
+		}, nil)
+	})
+}
+
+// failOnError fails the check when a call to a healthy server fails.
+type failOnError struct {
+	b interface {
+		budget.Budget
+		Errors() uint64
+	}
+	t *rapid.T
+}
+
+func (f failOnError) check() {
+	if n := f.b.Errors(); n > 0 {
+		f.t.Fatalf("%d calls to a healthy server failed", n)
+	}
+}
+func (f failOnError) Request()                 { f.b.Request(); f.check() }
+func (f failOnError) Retry(k budget.Kind) bool { ok := f.b.Retry(k); f.check(); return ok }
+func (f failOnError) Success(k budget.Kind)    { f.b.Success(k); f.check() }
+
+// A call gives up within its timeout, plus a little, while the server is
+// stopped, and the retry is denied and reported.
+func TestCallsReturnWhileTheServerIsStopped(t *testing.T) {
+	s := startServer(t)
+	var reported atomic.Int64
+	cfg := redisbudget.Config{Client: s.client(t), Name: fresh("stopped"), CallTimeout: 100 * time.Millisecond,
+		OnError: func(error) { reported.Add(1) }}
+	b, err := redisbudget.NewTokenBucket(cfg, budget.DefaultTokenBucketConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Retry(budget.Transient) {
+		t.Fatal("a retry on a healthy server was denied")
+	}
+	s.pause()
+	defer s.resume()
+	var worst time.Duration
+	for range 10 {
+		start := time.Now()
+		ok, err := b.RetryContext(context.Background(), budget.Transient)
+		d := time.Since(start)
+		worst = max(worst, d)
+		if ok || !errors.Is(err, redisbudget.ErrUnavailable) {
+			t.Errorf("RetryContext on a stopped server = %v, %v; want false and ErrUnavailable", ok, err)
+		}
+	}
+	t.Logf("slowest call while stopped: %v (timeout 100ms)", worst)
+	if worst > 150*time.Millisecond {
+		t.Errorf("a call took %v while the server was stopped; want at most the timeout (100ms) + 50ms", worst)
+	}
+	if b.Errors() != 10 || reported.Load() != 10 {
+		t.Errorf("Errors() = %d, OnError called %d times; want 10 and 10", b.Errors(), reported.Load())
+	}
+	// The caller's context bounds a call too.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if ok, _ := b.RetryContext(ctx, budget.Transient); ok || time.Since(start) > 70*time.Millisecond {
+		t.Errorf("RetryContext with a 20ms context took %v (granted %v)", time.Since(start), ok)
+	}
+}
+
+// With FleetSize set, a failed call falls back to a local budget with a
+// fleet member's share of the capacity, never to a full one.
+func TestFallbackTakesAShare(t *testing.T) {
+	s := startServer(t)
+	cfg := redisbudget.Config{Client: s.client(t), Name: fresh("fallback"), CallTimeout: 50 * time.Millisecond, FleetSize: 10}
+	b, err := redisbudget.NewTokenBucket(cfg, budget.TokenBucketConfig{Capacity: 100, TransientCost: 1, ThrottledCost: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.kill()
+	granted := 0
+	for range 50 {
+		if b.Retry(budget.Transient) {
+			granted++
+		}
+	}
+	if granted != 10 {
+		t.Errorf("the fallback granted %d retries from a fleet share of 100/10; want 10", granted)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	c := redisbudget.Config{Name: "x"}
+	if _, err := redisbudget.NewTokenBucket(c, budget.DefaultTokenBucketConfig()); !errors.Is(err, budget.ErrInvalidConfig) {
+		t.Errorf("no client: %v", err)
+	}
+	c.Client = nil
+	big := budget.DefaultTokenBucketConfig()
+	big.Capacity = 10_000
+	s := startServer(t)
+	c = redisbudget.Config{Client: s.client(t), Name: "x"}
+	if _, err := redisbudget.NewTokenBucket(c, big); !errors.Is(err, budget.ErrInvalidConfig) {
+		t.Errorf("capacity 10000: %v", err)
+	}
+	if _, err := redisbudget.NewRatio(redisbudget.Config{Client: c.Client}, budget.DefaultRatioConfig()); !errors.Is(err, budget.ErrInvalidConfig) {
+		t.Errorf("no name: %v", err)
+	}
+}
+
+var _ = slices.Clone[[]int]
+var _ = rand.N[int]
+var _ sync.Mutex
+var _ = linearizability.Check[model.TokenBucketState]

@@ -1,0 +1,69 @@
+-- One call of a token-bucket retry budget, atomic in the server.
+-- KEYS[1]: the budget's hash; KEYS[2], if given, a test clock (ns). ARGV: op ("retry", "credit" or "peek"),
+-- amount (milli-tokens), capacity, refill (milli-tokens per second), now
+-- (ns, or "" to read the server's TIME), idle TTL (ms).
+-- Fields: t tokens, f fraction of a milli-token in 1e-9, s latest instant
+-- seen (ns since the origin), o origin (server seconds).
+-- Every value stays below 2^53, so Lua's doubles hold it exactly.
+local key = KEYS[1]
+local op, amount = ARGV[1], tonumber(ARGV[2])
+local cap, rate, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6])
+local E9 = 1000000000
+local st = redis.call('HMGET', key, 't', 'f', 's', 'o')
+local tokens, frac, seen, origin = tonumber(st[1]), tonumber(st[2]), tonumber(st[3]), tonumber(st[4])
+local now
+if KEYS[2] then
+  -- A clock kept in the server for tests, read inside this script.
+  now, origin = tonumber(redis.call('GET', KEYS[2]) or '0'), 0
+elseif ARGV[5] ~= '' then
+  now, origin = tonumber(ARGV[5]), 0
+else
+  local tm = redis.call('TIME')
+  local sec, usec = tonumber(tm[1]), tonumber(tm[2])
+  if origin == nil then origin = sec end
+  now = (sec - origin) * E9 + usec * 1000
+end
+if tokens == nil then
+  tokens, frac, seen = cap, 0, now
+end
+if rate > 0 and now > seen then
+  -- Refill for the time since the latest instant seen; an earlier
+  -- instant counts as that one, so nothing is refilled twice.
+  local elapsed = now - seen
+  seen = now
+  if tokens >= cap then
+    tokens, frac = cap, 0
+  else
+    local need = (cap - tokens) * E9 - frac
+    local q = math.floor(need / rate) -- the least q with q*rate >= need, exactly:
+    while q * rate < need do q = q + 1 end
+    while q > 0 and (q - 1) * rate >= need do q = q - 1 end
+    if elapsed >= q then
+      tokens, frac = cap, 0
+    else
+      local acc = frac + elapsed * rate
+      local whole = math.floor(acc / E9)
+      while whole * E9 > acc do whole = whole - 1 end
+      while (whole + 1) * E9 <= acc do whole = whole + 1 end
+      tokens, frac = tokens + whole, acc - whole * E9
+    end
+  end
+end
+local granted = 0
+if op == 'retry' then
+  if tokens >= amount then
+    tokens, granted = tokens - amount, 1
+  end
+elseif op == 'credit' then
+  tokens = tokens + amount
+  if tokens >= cap then tokens, frac = cap, 0 end
+end
+if KEYS[2] == nil and ARGV[5] == '' and seen > 2^52 then
+  -- Move the origin up before the instants outgrow a double.
+  local shift = math.floor(seen / E9)
+  origin, seen = origin + shift, seen - shift * E9
+end
+redis.call('HSET', key, 't', string.format('%.0f', tokens), 'f', string.format('%.0f', frac),
+  's', string.format('%.0f', seen), 'o', string.format('%.0f', origin))
+redis.call('PEXPIRE', key, ttl)
+return {granted, string.format('%.0f', tokens)}
