@@ -1,6 +1,6 @@
 module example.com/external
 
-go 1.26
+go 1.26.0
 
 require github.com/retrybudget/retrybudget v0.0.0
 
