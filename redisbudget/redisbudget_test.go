@@ -5,9 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math/rand/v2"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +13,6 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
-	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 	"github.com/retrybudget/retrybudget/redisbudget"
 )
@@ -29,25 +25,6 @@ var (
 // fresh returns a budget name no other test has used.
 func fresh(prefix string) string {
 	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), names.Add(1))
-}
-
-func newBucket(t testing.TB, s *server, c *budget.ManualClock, name string, m model.TokenBucket, client func() *redisbudget.Config) *redisbudget.TokenBucket {
-	cfg := client()
-	cfg.Name, cfg.Clock = name, c
-	b, err := redisbudget.NewTokenBucket(*cfg, seqcheck.TokenBucketConfig(m, nil))
-	if err != nil {
-		t.Fatalf("NewTokenBucket: %v", err)
-	}
-	return b
-}
-
-func newRatio(t testing.TB, c *budget.ManualClock, name string, m model.Ratio, cfg redisbudget.Config) *redisbudget.Ratio {
-	cfg.Name, cfg.Clock = name, c
-	b, err := redisbudget.NewRatio(cfg, seqcheck.RatioConfig(m, nil))
-	if err != nil {
-		t.Fatalf("NewRatio: %v", err)
-	}
-	return b
 }
 
 // The Lua scripts follow the models exactly, one call at a time, on an
@@ -201,7 +178,35 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-var _ = slices.Clone[[]int]
-var _ = rand.N[int]
-var _ sync.Mutex
-var _ = linearizability.Check[model.TokenBucketState]
+
+// In production the budgets read the server's TIME inside the script.
+func TestServerTime(t *testing.T) {
+	s := startServer(t)
+	cfg := redisbudget.Config{Client: s.client(t), Name: fresh("time"), CallTimeout: time.Second}
+	tb, err := redisbudget.NewTokenBucket(cfg, budget.TokenBucketConfig{Capacity: 1, TransientCost: 1, ThrottledCost: 1, RefillPerSecond: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tb.Retry(budget.Transient) || tb.Retry(budget.Transient) {
+		t.Fatal("a bucket of one token did not grant exactly one retry")
+	}
+	time.Sleep(80 * time.Millisecond) // 20 tokens a second: at least one token back
+	if !tb.Retry(budget.Transient) {
+		t.Error("the server's clock refilled nothing in 80ms at 20 tokens a second")
+	}
+	cfg.Name = fresh("time")
+	r, err := redisbudget.NewRatio(cfg, budget.RatioConfig{Ratio: 0.1, Window: 50 * time.Millisecond, Slots: 5, Floor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Retry(budget.Transient) || r.Retry(budget.Transient) {
+		t.Fatal("a window with a floor of one did not grant exactly one retry")
+	}
+	time.Sleep(120 * time.Millisecond) // past the window
+	if !r.Retry(budget.Transient) {
+		t.Error("the server's clock did not move the window on in 120ms")
+	}
+	if tb.Errors()+r.Errors() != 0 {
+		t.Errorf("%d failed calls to a healthy server", tb.Errors()+r.Errors())
+	}
+}
