@@ -178,7 +178,6 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-
 // In production the budgets read the server's TIME inside the script.
 func TestServerTime(t *testing.T) {
 	s := startServer(t)
