@@ -73,6 +73,22 @@ func BenchmarkRetrySuccess(b *testing.B) {
 			}
 		})
 	})
+	// The same with compare-and-swap, which a balance that is checked
+	// before it is withdrawn and clamped when it is refunded needs: the
+	// least a correct single-word token bucket can pay.
+	b.Run("CASFloor", func(b *testing.B) {
+		var word atomic.Int64
+		word.Store(1 << 40)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				for t := word.Load(); !word.CompareAndSwap(t, t-14); t = word.Load() {
+				}
+				for t := word.Load(); !word.CompareAndSwap(t, t+14); t = word.Load() {
+				}
+			}
+		})
+	})
 	for _, slots := range []int{10, 1000} {
 		b.Run("Ratio/slots="+itoa(slots), func(b *testing.B) {
 			c := budget.DefaultRatioConfig()
