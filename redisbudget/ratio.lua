@@ -5,6 +5,9 @@
 -- Fields: l latest instant seen (ns since the origin), o origin (server
 -- seconds), h head slot number, q and r requests and retries in the window,
 -- and per ring index i: ni the slot number it holds, qi and ri its counts.
+-- Instants count from the key's creation; unlike the token bucket's, they
+-- are not rebased, so a key in continuous use for 104 days (2^53 ns) would
+-- lose precision. An idle key expires after IdleTTL and starts afresh.
 local key = KEYS[1]
 local op = ARGV[1]
 local width, size, ppm, floor, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7])
