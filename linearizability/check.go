@@ -176,10 +176,13 @@ func Check[S any](m model.Model[S], h History, timeout time.Duration) Result[S] 
 // explain fills Prefix, State and Stuck from the longest partial
 // linearization.
 func (r *Result[S]) explain() {
+	// The longest partial linearization; among equals, the first in
+	// lexicographic order, so that the explanation does not depend on
+	// porcupine's map order.
 	var longest []int
 	for _, partition := range r.info.PartialLinearizations() {
 		for _, p := range partition {
-			if len(p) > len(longest) {
+			if len(p) > len(longest) || (len(p) == len(longest) && slices.Compare(p, longest) < 0) {
 				longest = p
 			}
 		}
