@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/model"
 )
 
@@ -38,6 +39,21 @@ func clientName(c int) string {
 		return "pre"
 	}
 	return fmt.Sprintf("g%d", c)
+}
+
+// Perform calls the budget method that op names (Request, Retry or
+// Success) and returns Retry's answer; it does nothing for the operations
+// that are not calls of the budget (Advance, Reset) and returns false.
+func Perform(b budget.Budget, op model.Op) bool {
+	switch op.Op {
+	case model.Request:
+		b.Request()
+	case model.Retry:
+		return b.Retry(budget.Kind(op.Kind))
+	case model.Success:
+		b.Success(budget.Kind(op.Kind))
+	}
+	return false
 }
 
 // A History is the operations of one run, in the order they were called.

@@ -194,7 +194,9 @@ func drawStep(r *rand.Rand, scale, horizon time.Duration) time.Duration {
 var ErrTimeout = errors.New("linearizability: the run did not finish; a goroutine is stuck in the budget")
 
 // Record runs s once on a budget that newBudget builds on a fresh
-// ManualClock reading 0, and returns the history. If ctx ends first, Record
+// ManualClock reading 0, and returns the history. While a scenario has more
+// goroutines than GOMAXPROCS, Record raises GOMAXPROCS (to at least 8) for
+// the run, process-wide. If ctx ends first, Record
 // returns ErrTimeout joined with ctx's error; the stuck goroutines are left
 // behind, since nothing can stop them.
 func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, error) {
@@ -248,19 +250,13 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget, advance func
 	run := func(client int, op model.Op) Operation {
 		o := Operation{Client: client, Op: op}
 		o.Call = stamp.Add(1)
-		switch op.Op {
-		case model.Request:
-			b.Request()
-		case model.Retry:
-			o.Granted = b.Retry(budget.Kind(op.Kind))
-		case model.Success:
-			b.Success(budget.Kind(op.Kind))
-		case model.Advance:
-			if advance != nil {
-				advance(clock, op.D)
-			} else {
-				clock.Advance(op.D)
-			}
+		switch {
+		case op.Op != model.Advance:
+			o.Granted = Perform(b, op)
+		case advance != nil:
+			advance(clock, op.D)
+		default:
+			clock.Advance(op.D)
 		}
 		o.Return = stamp.Add(1)
 		return o

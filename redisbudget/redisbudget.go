@@ -60,7 +60,7 @@ type Config struct {
 	FleetSize int
 }
 
-func (c *Config) check(kind string) error {
+func (c *Config) check() error {
 	if c.Client == nil {
 		return fmt.Errorf("redisbudget: Config.Client must be set: %w", budget.ErrInvalidConfig)
 	}
@@ -135,7 +135,7 @@ var _ budget.Budget = (*TokenBucket)(nil)
 // which must be valid for budget.NewTokenBucket and hold at most 9000
 // tokens. b.Clock is ignored: time comes from c.Clock or the server.
 func NewTokenBucket(c Config, b budget.TokenBucketConfig) (*TokenBucket, error) {
-	if err := c.check("tb"); err != nil {
+	if err := c.check(); err != nil {
 		return nil, err
 	}
 	if _, err := budget.NewTokenBucket(b); err != nil {
@@ -246,7 +246,7 @@ var _ budget.Budget = (*Ratio)(nil)
 // be valid for budget.NewRatio and have at most 1024 slots. r.Clock is
 // ignored: time comes from c.Clock or the server.
 func NewRatio(c Config, r budget.RatioConfig) (*Ratio, error) {
-	if err := c.check("ratio"); err != nil {
+	if err := c.check(); err != nil {
 		return nil, err
 	}
 	r.Clock = new(budget.ManualClock)

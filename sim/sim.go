@@ -94,9 +94,8 @@ func Run(t *testing.T, c Config) Result {
 }
 
 type request struct {
-	id      int64
-	client  int
-	started time.Duration
+	id     int64
+	client int
 }
 
 func run(c Config) Result {
@@ -135,7 +134,7 @@ func run(c Config) Result {
 	for arrival := time.Duration(0); arrival < total; {
 		time.Sleep(arrival - time.Since(start))
 		id++
-		r := &request{id: id, client: int(id) % c.Clients, started: arrival}
+		r := &request{id: id, client: int(id) % c.Clients}
 		rng := rand.New(rand.NewPCG(c.Seed, uint64(id)))
 		retrier := &budget.Retrier{
 			Budget:      budgets[r.client],

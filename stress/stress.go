@@ -164,14 +164,7 @@ func stress(c Config, newBudget func(budget.Clock) budget.Budget) (run *Run, err
 				call := func(op model.Op) bool {
 					e := Entry{Operation: linearizability.Operation{Client: g + 1, Op: op}, Phase: p}
 					e.Call = stamp.Add(1)
-					switch op.Op {
-					case model.Request:
-						b.Request()
-					case model.Retry:
-						e.Granted = b.Retry(budget.Kind(op.Kind))
-					case model.Success:
-						b.Success(budget.Kind(op.Kind))
-					}
+					e.Granted = linearizability.Perform(b, op)
 					e.Return = stamp.Add(1)
 					logs[g] = append(logs[g], e)
 					return e.Granted

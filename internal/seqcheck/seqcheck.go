@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 )
 
@@ -197,17 +198,11 @@ func (sub Subject[S]) apply(b budget.Budget, clock *budget.ManualClock, op model
 
 // Apply performs op on b and its clock and returns Retry's answer.
 func Apply(b budget.Budget, clock *budget.ManualClock, op model.Op) bool {
-	switch op.Op {
-	case model.Request:
-		b.Request()
-	case model.Retry:
-		return b.Retry(budget.Kind(op.Kind))
-	case model.Success:
-		b.Success(budget.Kind(op.Kind))
-	case model.Advance:
+	if op.Op == model.Advance {
 		clock.Advance(op.D)
+		return false
 	}
-	return false
+	return linearizability.Perform(b, op)
 }
 
 func verdict(granted bool) string {
