@@ -9,6 +9,7 @@ STRESSRUNS ?= 50
 FUZZTIME ?= 30s
 FUZZTARGETS = FuzzRatioWindow FuzzRatio FuzzTokenBucket FuzzThrottle FuzzConfig
 MUTANTTIME ?= 60
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: test race bench lint check props lin killmatrix stress fuzz fuzz-mutants
 
@@ -54,5 +55,6 @@ bench:
 lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run $(STATICCHECK) ./...
 
 check: lint race

@@ -110,7 +110,7 @@ var seeds = map[string]map[string][]any{
 		"inf":          {math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(1), math.Inf(1), false, math.Inf(1), int64(math.MaxInt64), 1 << 20, 1 << 30, math.Inf(1), math.Inf(-1)},
 		"out-of-range": {0.0, 15.0, 500.5, 501.0, 1e6 + 1, false, 1.5, int64(0), 0, -3, 0.0, 0.0},
 		"slots-window": {500.0, 14.0, 5.0, 1.0, 0.0, false, 0.1, int64(10), 11, 3, 1000.0005, 1000.0004},
-		"huge-floats":  {9.3e15, 1e300, -1e300, 5e-324, -0.0, true, 1e-300, int64(math.MinInt64), math.MinInt64, math.MaxInt64, 1e18, 1e-18},
+		"huge-floats":  {9.3e15, 1e300, -1e300, 5e-324, math.Copysign(0, -1), true, 1e-300, int64(math.MinInt64), math.MinInt64, math.MaxInt64, 1e18, 1e-18},
 	},
 }
 

@@ -3,11 +3,13 @@
 -- (ns), slots, ratio (parts per million), floor, now (ns, or "" to read the
 -- server's TIME), idle TTL (ms).
 -- Fields: l latest instant seen (ns since the origin), o origin (server
--- seconds), h head slot number, q and r requests and retries in the window,
--- and per ring index i: ni the slot number it holds, qi and ri its counts.
--- Instants count from the key's creation; unlike the token bucket's, they
--- are not rebased, so a key in continuous use for 104 days (2^53 ns) would
--- lose precision. An idle key expires after IdleTTL and starts afresh.
+-- seconds), h head slot number, a offset of l into the head slot (ns), q and
+-- r requests and retries in the window, and per ring index i: ni the slot
+-- number it holds, qi and ri its counts.
+-- Slots are counted from the head slot and the offset into it, never from
+-- an absolute instant, so the origin can move (as the token bucket's does)
+-- and slot numbers can be rebased: every value stays below 2^53, and Lua's
+-- doubles hold it exactly, however long a key is in use.
 local key = KEYS[1]
 local op = ARGV[1]
 local width, size, ppm, floor, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7])
@@ -18,14 +20,19 @@ local function fdiv(a, b) -- floor(a / b), exactly, for integers below 2^53
   while (q + 1) * b <= a do q = q + 1 end
   return q
 end
-local st = redis.call('HMGET', key, 'l', 'o', 'h', 'q', 'r')
-local last, origin, head, reqs, rets = tonumber(st[1]), tonumber(st[2]), tonumber(st[3]), tonumber(st[4]), tonumber(st[5])
+local st = redis.call('HMGET', key, 'l', 'o', 'h', 'q', 'r', 'a')
+local last, origin, head, reqs, rets, off = tonumber(st[1]), tonumber(st[2]), tonumber(st[3]), tonumber(st[4]), tonumber(st[5]), tonumber(st[6])
 local now
-if KEYS[2] then
-  -- A clock kept in the server for tests, read inside this script.
-  now, origin = tonumber(redis.call('GET', KEYS[2]) or '0'), 0
-elseif ARGV[6] ~= '' then
-  now, origin = tonumber(ARGV[6]), 0
+local server = KEYS[2] == nil and ARGV[6] == ''
+if not server then
+  -- A test clock: KEYS[2] is kept in the server and read inside this
+  -- script; ARGV[6] is the caller's.
+  if KEYS[2] then
+    now = tonumber(redis.call('GET', KEYS[2]) or '0')
+  else
+    now = tonumber(ARGV[6])
+  end
+  origin = 0
 else
   local tm = redis.call('TIME')
   local sec, usec = tonumber(tm[1]), tonumber(tm[2])
@@ -33,16 +40,22 @@ else
   now = (sec - origin) * E9 + usec * 1000
 end
 if last == nil then
-  last, head, reqs, rets = now, fdiv(now, width), 0, 0
+  head = fdiv(now, width)
+  last, off, reqs, rets = now, now - head * width, 0, 0
+elseif off == nil then
+  off = last - head * width -- a key written before offsets were kept
 end
 if now > last then
+  off = off + (now - last)
   last = now
-  local n = fdiv(now, width)
-  if n - head >= size then
-    -- Everything counted has left the window; stale slots read as empty.
-    reqs, rets, head = 0, 0, n
+  local crossed = fdiv(off, width)
+  off = off - crossed * width
+  if crossed >= size then
+    -- Everything counted has left the window. Any head at least size
+    -- slots on makes every slot stale, so the head moves by size only.
+    reqs, rets, head = 0, 0, head + size
   else
-    while head < n do
+    for _ = 1, crossed do
       head = head + 1
       local i = head - fdiv(head, size) * size
       local tag = tonumber(redis.call('HGET', key, 'n' .. i))
@@ -53,6 +66,23 @@ if now > last then
       redis.call('HSET', key, 'n' .. i, string.format('%.0f', head), 'q' .. i, 0, 'r' .. i, 0)
     end
   end
+end
+if head > 2^50 then
+  -- Renumber the slots by a multiple of size, which keeps every slot at
+  -- its ring index and every difference between slot numbers.
+  local shift = (fdiv(head, size) - 1) * size
+  head = head - shift
+  for i = 0, size - 1 do
+    local tag = tonumber(redis.call('HGET', key, 'n' .. i))
+    if tag ~= nil then
+      redis.call('HSET', key, 'n' .. i, string.format('%.0f', tag - shift))
+    end
+  end
+end
+if server and last > 2^52 then
+  -- Move the origin up by whole seconds; the offset is unchanged.
+  local shift = fdiv(last, E9)
+  origin, last = origin + shift, last - shift * E9
 end
 local i = head - fdiv(head, size) * size
 if tonumber(redis.call('HGET', key, 'n' .. i)) ~= head then
@@ -70,6 +100,7 @@ elseif op == 'retry' then
   end
 end
 redis.call('HSET', key, 'l', string.format('%.0f', last), 'o', string.format('%.0f', origin),
-  'h', string.format('%.0f', head), 'q', string.format('%.0f', reqs), 'r', string.format('%.0f', rets))
+  'h', string.format('%.0f', head), 'a', string.format('%.0f', off), 'q', string.format('%.0f', reqs),
+  'r', string.format('%.0f', rets))
 redis.call('PEXPIRE', key, ttl)
 return granted

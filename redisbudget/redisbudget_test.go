@@ -5,10 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"pgregory.net/rapid"
 
 	"github.com/retrybudget/retrybudget/budget"
@@ -207,5 +210,126 @@ func TestServerTime(t *testing.T) {
 	}
 	if tb.Errors()+r.Errors() != 0 {
 		t.Errorf("%d failed calls to a healthy server", tb.Errors()+r.Errors())
+	}
+}
+
+// A Ratio key in use for months must stay exact: the script moves its
+// origin before instants pass 2^52 ns and renumbers its slots before they
+// pass 2^50, and neither may change an answer. Each subtest gives two keys
+// the same history, ages one of them, and then asks both the same
+// questions.
+func TestRatioRebasesLongLivedKeys(t *testing.T) {
+	s := startServer(t)
+	client := s.client(t)
+	rc := budget.RatioConfig{Ratio: 0.1, Window: 10 * time.Second, Slots: 10, Floor: 3}
+	pair := func(clock budget.Clock) (*redisbudget.Ratio, *redisbudget.Ratio, string) {
+		var rs [2]*redisbudget.Ratio
+		var key string
+		for i := range rs {
+			key = fresh("aged")
+			r, err := redisbudget.NewRatio(redisbudget.Config{Client: client, Name: key, Clock: clock, CallTimeout: time.Second}, rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs[i] = r
+		}
+		for _, r := range rs {
+			for range 20 {
+				r.Request()
+			}
+			if !r.Retry(budget.Transient) {
+				t.Fatal("the first retry after 20 requests was denied")
+			}
+		}
+		return rs[0], rs[1], "retrybudget:{" + key + "}:ratio"
+	}
+
+	t.Run("ServerTime", func(t *testing.T) {
+		fresh, aged, key := pair(nil)
+		ageRatioKey(t, client, key, rc.Slots, 60*24*time.Hour, 0)
+		// 20 requests at 10% allow 2 retries, and the floor allows 3: one
+		// is taken, two more are granted, and the next is denied.
+		for i, w := range []bool{true, true, false} {
+			if a, b := fresh.Retry(budget.Transient), aged.Retry(budget.Transient); a != w || b != w {
+				t.Errorf("retry %d: fresh key %v, aged key %v, want %v", i+2, a, b, w)
+			}
+		}
+		f := ratioFields(t, client, key)
+		if l := f["l"]; l <= 0 || l > 1<<52 {
+			t.Errorf("the aged key's latest instant is %d ns after its origin, want it moved below 2^52", l)
+		}
+		if q, r := f["q"], f["r"]; q != 20 || r != 3 {
+			t.Errorf("the aged key counts %d requests and %d retries, want 20 and 3", q, r)
+		}
+		if n := fresh.Errors() + aged.Errors(); n != 0 {
+			t.Errorf("%d failed calls to a healthy server", n)
+		}
+	})
+
+	// Renumbered slots must keep their ring indices, or the counts of the
+	// wrong slot leave the window later: this subtest runs past several
+	// windows on a manual clock.
+	t.Run("Slots", func(t *testing.T) {
+		clock := new(budget.ManualClock)
+		clock.Set(time.Hour)
+		fresh, aged, key := pair(clock)
+		slots := (int64(1)<<50/int64(rc.Slots) + 1) * int64(rc.Slots)
+		ageRatioKey(t, client, key, rc.Slots, 0, slots)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range 2000 {
+			switch n := rng.IntN(10); {
+			case n < 5:
+				fresh.Request()
+				aged.Request()
+			case n < 9:
+				if a, b := fresh.Retry(budget.Transient), aged.Retry(budget.Transient); a != b {
+					t.Fatalf("call %d at %v: fresh key %v, aged key %v", i, clock.Now(), a, b)
+				}
+			default:
+				clock.Advance(time.Duration(rng.Int64N(int64(rc.Window / 2))))
+			}
+		}
+		if h := ratioFields(t, client, key)["h"]; h <= 0 || h > 1<<50 {
+			t.Errorf("the aged key's head slot is %d, want it renumbered below 2^50", h)
+		}
+		if n := fresh.Errors() + aged.Errors(); n != 0 {
+			t.Errorf("%d failed calls to a healthy server", n)
+		}
+	})
+}
+
+// ratioFields reads the integer fields of a Ratio's hash.
+func ratioFields(t *testing.T, client *redis.Client, key string) map[string]int64 {
+	t.Helper()
+	raw, err := client.HGetAll(context.Background(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := make(map[string]int64, len(raw))
+	for k, v := range raw {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("field %s of %s: %v", k, key, err)
+		}
+		f[k] = n
+	}
+	return f
+}
+
+// ageRatioKey makes a Ratio's hash look as if its origin were age earlier
+// and its slots had been numbered from slots further on, without changing
+// the instant it last saw or any slot's place in the ring.
+func ageRatioKey(t *testing.T, client *redis.Client, key string, ring int, age time.Duration, slots int64) {
+	t.Helper()
+	f := ratioFields(t, client, key)
+	sec := int64(age / time.Second)
+	aged := []any{"o", f["o"] - sec, "l", f["l"] + sec*1e9, "h", f["h"] + slots}
+	for i := range ring {
+		if n, ok := f[fmt.Sprint("n", i)]; ok {
+			aged = append(aged, fmt.Sprint("n", i), n+slots)
+		}
+	}
+	if err := client.HSet(context.Background(), key, aged...).Err(); err != nil {
+		t.Fatal(err)
 	}
 }

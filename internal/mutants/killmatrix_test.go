@@ -222,7 +222,6 @@ func mutantImpls() []impl {
 // A cell is one check of one implementation.
 type cell struct {
 	ran      bool
-	caught   bool
 	verdict  string // "caught", "pass", "inconclusive", "error"
 	times    []time.Duration
 	detail   string
