@@ -254,7 +254,7 @@ func TestRatioRebasesLongLivedKeys(t *testing.T) {
 				t.Errorf("retry %d: fresh key %v, aged key %v, want %v", i+2, a, b, w)
 			}
 		}
-		f := ratioFields(t, client, key)
+		f := hashFields(t, client, key)
 		if l := f["l"]; l <= 0 || l > 1<<52 {
 			t.Errorf("the aged key's latest instant is %d ns after its origin, want it moved below 2^52", l)
 		}
@@ -289,7 +289,7 @@ func TestRatioRebasesLongLivedKeys(t *testing.T) {
 				clock.Advance(time.Duration(rng.Int64N(int64(rc.Window / 2))))
 			}
 		}
-		if h := ratioFields(t, client, key)["h"]; h <= 0 || h > 1<<50 {
+		if h := hashFields(t, client, key)["h"]; h <= 0 || h > 1<<50 {
 			t.Errorf("the aged key's head slot is %d, want it renumbered below 2^50", h)
 		}
 		if n := fresh.Errors() + aged.Errors(); n != 0 {
@@ -298,8 +298,8 @@ func TestRatioRebasesLongLivedKeys(t *testing.T) {
 	})
 }
 
-// ratioFields reads the integer fields of a Ratio's hash.
-func ratioFields(t *testing.T, client *redis.Client, key string) map[string]int64 {
+// hashFields reads the integer fields of a budget's hash.
+func hashFields(t *testing.T, client *redis.Client, key string) map[string]int64 {
 	t.Helper()
 	raw, err := client.HGetAll(context.Background(), key).Result()
 	if err != nil {
@@ -321,7 +321,7 @@ func ratioFields(t *testing.T, client *redis.Client, key string) map[string]int6
 // the instant it last saw or any slot's place in the ring.
 func ageRatioKey(t *testing.T, client *redis.Client, key string, ring int, age time.Duration, slots int64) {
 	t.Helper()
-	f := ratioFields(t, client, key)
+	f := hashFields(t, client, key)
 	sec := int64(age / time.Second)
 	aged := []any{"o", f["o"] - sec, "l", f["l"] + sec*1e9, "h", f["h"] + slots}
 	for i := range ring {
@@ -331,5 +331,43 @@ func ageRatioKey(t *testing.T, client *redis.Client, key string, ring int, age t
 	}
 	if err := client.HSet(context.Background(), key, aged...).Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The token bucket's script, too, moves its origin before instants pass
+// 2^52 ns, without refilling anything for the move.
+func TestTokenBucketMovesItsOrigin(t *testing.T) {
+	s := startServer(t)
+	client := s.client(t)
+	name := fresh("aged")
+	key := "retrybudget:{" + name + "}:tb"
+	tb, err := redisbudget.NewTokenBucket(redisbudget.Config{Client: client, Name: name, CallTimeout: time.Second},
+		budget.TokenBucketConfig{Capacity: 10, TransientCost: 1, ThrottledCost: 1, RefillPerSecond: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if !tb.Retry(budget.Transient) {
+			t.Fatal("a bucket of 10 tokens denied one of the first 5 retries")
+		}
+	}
+	f := hashFields(t, client, key)
+	const sec = 60 * 24 * 3600
+	if err := client.HSet(context.Background(), key, "o", f["o"]-sec, "s", f["s"]+sec*1e9).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []int64{4000, 3000} { // milli-tokens, before a few ms of refill
+		if !tb.Retry(budget.Transient) {
+			t.Fatal("a retry was denied with about 5 tokens in the bucket")
+		}
+		f = hashFields(t, client, key)
+		// One token a second: a call 1s late still leaves the bucket far
+		// from full, which a refill for the move would make it.
+		if got := f["t"]; got < want || got > want+1000 {
+			t.Errorf("balance %d milli-tokens, want %d plus the refill of a few milliseconds", got, want)
+		}
+		if s := f["s"]; s <= 0 || s > 1<<52 {
+			t.Errorf("latest instant %d ns after the origin, want it moved below 2^52", s)
+		}
 	}
 }
