@@ -275,27 +275,57 @@ func TestRatioRebasesLongLivedKeys(t *testing.T) {
 		fresh, aged, key := pair(clock)
 		slots := (int64(1)<<50/int64(rc.Slots) + 1) * int64(rc.Slots)
 		ageRatioKey(t, client, key, rc.Slots, 0, slots)
-		rng := rand.New(rand.NewPCG(1, 2))
-		for i := range 2000 {
-			switch n := rng.IntN(10); {
-			case n < 5:
-				fresh.Request()
-				aged.Request()
-			case n < 9:
-				if a, b := fresh.Retry(budget.Transient), aged.Retry(budget.Transient); a != b {
-					t.Fatalf("call %d at %v: fresh key %v, aged key %v", i, clock.Now(), a, b)
-				}
-			default:
-				clock.Advance(time.Duration(rng.Int64N(int64(rc.Window / 2))))
-			}
-		}
+		sameAnswers(t, clock, rc.Window, fresh, aged)
 		if h := hashFields(t, client, key)["h"]; h <= 0 || h > 1<<50 {
 			t.Errorf("the aged key's head slot is %d, want it renumbered below 2^50", h)
 		}
-		if n := fresh.Errors() + aged.Errors(); n != 0 {
-			t.Errorf("%d failed calls to a healthy server", n)
-		}
 	})
+
+	// A key written by the script before it kept the offset into the head
+	// slot (field a) is read as it was meant.
+	t.Run("KeyWithoutOffset", func(t *testing.T) {
+		clock := new(budget.ManualClock)
+		clock.Set(time.Hour + 700*time.Millisecond) // 0.7 of a slot in
+		fresh, old, key := pair(clock)
+		if err := client.HDel(context.Background(), key, "a").Err(); err != nil {
+			t.Fatal(err)
+		}
+		sameAnswers(t, clock, rc.Window, fresh, old)
+	})
+}
+
+// sameAnswers makes the same 2000 random calls to a and b, with steps of a
+// manual clock up to half a window, and fails at the first retry they
+// answer differently.
+func sameAnswers(t *testing.T, clock *budget.ManualClock, window time.Duration, a, b *redisbudget.Ratio) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var granted, denied int
+	for i := range 2000 {
+		switch n := rng.IntN(10); {
+		case n < 5:
+			a.Request()
+			b.Request()
+		case n < 9:
+			x, y := a.Retry(budget.Transient), b.Retry(budget.Transient)
+			if x != y {
+				t.Fatalf("call %d at %v: fresh key %v, other key %v", i, clock.Now(), x, y)
+			}
+			if x {
+				granted++
+			} else {
+				denied++
+			}
+		default:
+			clock.Advance(time.Duration(rng.Int64N(int64(window / 2))))
+		}
+	}
+	if granted < 50 || denied < 50 {
+		t.Errorf("%d retries granted and %d denied: too few of one to compare the keys", granted, denied)
+	}
+	if n := a.Errors() + b.Errors(); n != 0 {
+		t.Errorf("%d failed calls to a healthy server", n)
+	}
 }
 
 // hashFields reads the integer fields of a budget's hash.
