@@ -24,8 +24,7 @@ func TestTokenBucketMatchesModel(t *testing.T) {
 				b, err := budget.NewTokenBucket(seqcheck.TokenBucketConfig(m, c))
 				return must(t, b, err)
 			},
-			Timing:  seqcheck.TokenBucketTiming(m),
-			Balance: m.Balance,
+			Timing: seqcheck.TokenBucketTiming(m),
 		}, &stats)
 	})
 	checkCoverage(t, &stats)
@@ -57,7 +56,6 @@ func TestThrottleMatchesModel(t *testing.T) {
 				b, err := budget.NewThrottle(float64(m.Max)/1000, float64(m.Ratio)/1000)
 				return must(t, b, err)
 			},
-			Balance: m.Balance,
 		}, &stats)
 	})
 	checkCoverage(t, &stats)

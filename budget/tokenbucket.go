@@ -30,7 +30,7 @@ type TokenBucketConfig struct {
 	// NoRefund, when a retry succeeds). It must be in [0, Capacity].
 	SuccessBonus float64
 	// NoRefund makes a successful retry earn SuccessBonus instead of the
-	// refund of its own cost. The AWS SDK refunds; seed 000's bucket does not.
+	// refund of its own cost. The AWS SDK refunds; the bucket of the article "Retry budgets by language: Python, Go, and JavaScript" does not.
 	NoRefund bool
 	// RefillPerSecond is added continuously as time passes, up to Capacity.
 	// It must be in [0, 1000000]. Zero disables refill, and the bucket then

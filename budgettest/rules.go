@@ -6,30 +6,33 @@ import (
 	"runtime"
 )
 
-// A rule is a promise a budget or a loop must keep, with the place it is
-// written: failures cite it, as slogtest cites its cases.
-type rule struct {
-	text  string
-	where string // file:line of the rule below
-}
+// A rule is a promise a budget, its model or its subject must keep.
+// Failures name the rule and the line of this package that found it
+// broken, so that a user who jumps there sees the check itself.
+type rule string
 
-func newRule(text string) rule {
-	_, file, line, _ := runtime.Caller(1)
-	return rule{text: text, where: fmt.Sprintf("%s:%d", filepath.Join("budgettest", filepath.Base(file)), line)}
-}
-
-func (r rule) String() string { return r.text + " (" + r.where + ")" }
-
-// The rules. Each failure message names one of these and its line here.
-var (
-	ruleFactory       = newRule("the factory builds a non-nil budget, without panicking")
-	ruleModel         = newRule("the model is deterministic: the same state and operation always give the same state and answer")
-	ruleSequential    = newRule("every answer equals the model's when the operations run one at a time")
-	ruleLinearizable  = newRule("every concurrent history has an order, consistent with real time, that the model accepts")
-	ruleConclusive    = newRule("the linearizability search ends before its timeout: an inconclusive check is not a pass")
-	ruleInvariant     = newRule("under contention the budget never grants more than its family's conservation invariant allows")
-	ruleNoDeadlock    = newRule("every call returns: the budget neither deadlocks nor livelocks")
-	ruleNoLeak        = newRule("no goroutine the budget started outlives it")
-	ruleReplay        = newRule("fixed edge-case sequences (drains, clock jumps, refill fractions) give the model's answers")
-	ruleAmplification = newRule("under a 100% outage the budget grants no more retries than its model: it bounds the load")
+// The rules. Each Failure names one of these.
+const (
+	ruleSubject       rule = "the subject describes a budget the suite can check: a factory, a valid model, and sane timing"
+	ruleFactory       rule = "the factory builds a budget without panicking"
+	ruleFactoryNil    rule = "the factory returns a non-nil budget"
+	ruleFactoryExit   rule = "the factory returns a budget: it does not call t.Fatal, t.FailNow or runtime.Goexit"
+	ruleNoPanic       rule = "no budget method panics, on any operation a caller can make"
+	ruleModel         rule = "the model is deterministic and total: the same state and operation always give the same state and answer, and Step never panics"
+	ruleSequential    rule = "every answer equals the model's when the operations run one at a time"
+	ruleLinearizable  rule = "every concurrent history has an order, consistent with real time, that the model accepts"
+	ruleConclusive    rule = "the linearizability search ends before its timeout: an inconclusive check is not a pass"
+	ruleInvariant     rule = "under contention the budget never grants more than its family's conservation invariant allows"
+	ruleNoDeadlock    rule = "every call returns: the budget neither deadlocks nor livelocks"
+	ruleNoLeak        rule = "no goroutine the budget started outlives it (a budget that owns goroutines stops them in Close() error)"
+	ruleReplay        rule = "fixed edge-case sequences (drains, clock jumps, refill fractions) give the model's answers"
+	ruleEdges         rule = "from any starting instant, negative or near the ends of int64, the budget answers as the model does"
+	ruleAmplification rule = "under a 100% outage the budget grants no more retries than its model: it bounds the load"
+	rulePanic         rule = "nothing the suite calls panics: the model's methods included"
 )
+
+// fail returns a Failure of rule r, found at the caller's line.
+func fail(r rule, format string, args ...any) *Failure {
+	_, file, line, _ := runtime.Caller(1)
+	return &Failure{Rule: string(r), Where: fmt.Sprintf("budgettest/%s:%d", filepath.Base(file), line), Detail: fmt.Sprintf(format, args...)}
+}

@@ -2,7 +2,6 @@ package fuzz
 
 import (
 	"encoding/binary"
-	"math"
 	"time"
 
 	"github.com/retrybudget/retrybudget/model"
@@ -19,10 +18,12 @@ import (
 //	                2 bytes in ms; 2 the next 4 bytes in µs; 3 the next 8
 //	                bytes as a signed int64 in ns
 //
-// Missing bytes read as zero. Every byte string decodes to some sequence.
+// Missing bytes read as zero. Every byte string decodes to some sequence,
+// of at most MaxOps operations: the rest of a longer input is ignored, so
+// that no input makes a fuzz target work for long. [Encode] is the inverse.
 func Ops(data []byte) []model.Op {
 	var ops []model.Op
-	for len(data) > 0 {
+	for len(data) > 0 && len(ops) < MaxOps {
 		b := data[0]
 		data = data[1:]
 		switch b % 8 {
@@ -54,6 +55,38 @@ func Ops(data []byte) []model.Op {
 	return ops
 }
 
+// MaxOps is the most operations Ops and Instants decode from one input.
+const MaxOps = 4096
+
+// Encode returns bytes that Ops decodes to ops, for seeds of a fuzz corpus.
+// A Retry or Success of a kind above 15, and a Reset, cannot be encoded:
+// Encode panics on them.
+func Encode(ops []model.Op) []byte {
+	var out []byte
+	for _, op := range ops {
+		switch {
+		case op.Op == model.Request:
+			out = append(out, 0)
+		case op.Op == model.Retry && op.Kind == model.Transient:
+			out = append(out, 1)
+		case op.Op == model.Retry && op.Kind == model.Throttled:
+			out = append(out, 2)
+		case op.Op == model.Success && op.Kind <= model.Throttled:
+			out = append(out, 3+byte(op.Kind))
+		case op.Op == model.Retry && op.Kind < 16:
+			out = append(out, 6|byte(op.Kind)<<4)
+		case op.Op == model.Success && op.Kind < 16:
+			out = append(out, 6|8|byte(op.Kind)<<4)
+		case op.Op == model.Advance:
+			out = append(out, 7|3<<3)
+			out = binary.LittleEndian.AppendUint64(out, uint64(op.D))
+		default:
+			panic("fuzz: cannot encode " + op.String())
+		}
+	}
+	return out
+}
+
 // duration reads a duration in the given encoding from the front of data.
 func duration(enc byte, data []byte) (time.Duration, []byte) {
 	var buf [8]byte
@@ -80,7 +113,7 @@ func duration(enc byte, data []byte) (time.Duration, []byte) {
 func Instants(start time.Duration, data []byte) []model.Op {
 	var ops []model.Op
 	now := start
-	for len(data) > 0 {
+	for len(data) > 0 && len(ops) < MaxOps {
 		b := data[0]
 		data = data[1:]
 		switch b % 4 {
@@ -100,51 +133,4 @@ func Instants(start time.Duration, data []byte) []model.Op {
 		}
 	}
 	return ops
-}
-
-// between maps x into [lo, hi] (lo <= hi), spreading the int64 range over
-// it, so that most fuzzer inputs are valid parameters.
-func between(x, lo, hi int64) int64 {
-	span := uint64(hi - lo)
-	if span == math.MaxUint64 {
-		return x
-	}
-	return lo + int64(uint64(x)%(span+1))
-}
-
-// TokenBucket maps arbitrary numbers onto valid token-bucket parameters (in
-// milli-tokens): capacity up to 1,000,000 tokens, costs and bonus up to the
-// capacity, refill up to 1,000,000 tokens a second, half of the time none.
-func TokenBucket(capacity, transient, throttled, bonus, refill int64, noRefund bool) model.TokenBucket {
-	c := between(capacity, 1, 1_000_000_000)
-	m := model.TokenBucket{
-		Capacity:      c,
-		TransientCost: between(transient, 1, c),
-		ThrottledCost: between(throttled, 1, c),
-		SuccessBonus:  between(bonus, 0, c),
-		NoRefund:      noRefund,
-	}
-	if refill%2 != 0 {
-		m.RefillPerSecond = between(refill/2, 1, 1_000_000_000)
-	}
-	return m
-}
-
-// Ratio maps arbitrary numbers onto valid ratio parameters: any positive
-// window, 1 to 1024 slots (no more than the window's nanoseconds), any ratio
-// from 1 ppm to 1, a floor of 0 to 7.
-func Ratio(window int64, slots uint16, ppm uint32, floor uint8) model.Ratio {
-	w := between(window, 1, math.MaxInt64)
-	return model.Ratio{
-		Window: time.Duration(w),
-		Slots:  between(int64(slots), 1, min(1024, w)),
-		PPM:    between(int64(ppm), 1, 1_000_000),
-		Floor:  int64(floor % 8),
-	}
-}
-
-// Throttle maps arbitrary numbers onto valid throttle parameters: up to
-// 1000 tokens, a ratio from 0.001 to 1000 tokens.
-func Throttle(max, ratio int64) model.Throttle {
-	return model.Throttle{Max: between(max, 1, 1_000_000), Ratio: between(ratio, 1, 1_000_000)}
 }

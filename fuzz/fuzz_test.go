@@ -2,13 +2,13 @@ package fuzz_test
 
 import (
 	"errors"
+	"github.com/retrybudget/retrybudget/fuzz"
 	"math"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
-	"github.com/retrybudget/retrybudget/fuzz"
 	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/model"
@@ -59,7 +59,7 @@ func FuzzRatio(f *testing.F) {
 func FuzzTokenBucket(f *testing.F) {
 	f.Fuzz(func(t *testing.T, capacity, transient, throttled, bonus, refill int64, noRefund bool, ops []byte) {
 		m := fuzz.TokenBucket(capacity, transient, throttled, bonus, refill, noRefund)
-		sub := seqcheck.Subject[model.TokenBucketState]{Model: m, New: seqcheck.NewTokenBucket(m), Balance: m.Balance}
+		sub := seqcheck.Subject[model.TokenBucketState]{Model: m, New: seqcheck.NewTokenBucket(m)}
 		if err := seqcheck.Replay(sub, m.Init(), 0, fuzz.Ops(ops)); err != nil {
 			t.Fatalf("%+v:\n%v", m, err)
 		}
@@ -69,7 +69,7 @@ func FuzzTokenBucket(f *testing.F) {
 func FuzzThrottle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, max, ratio int64, ops []byte) {
 		m := fuzz.Throttle(max, ratio)
-		sub := seqcheck.Subject[model.ThrottleState]{Model: m, New: seqcheck.NewThrottle(m), Balance: m.Balance}
+		sub := seqcheck.Subject[model.ThrottleState]{Model: m, New: seqcheck.NewThrottle(m)}
 		if err := seqcheck.Replay(sub, m.Init(), 0, fuzz.Ops(ops)); err != nil {
 			t.Fatalf("%+v:\n%v", m, err)
 		}

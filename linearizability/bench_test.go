@@ -1,30 +1,19 @@
 package linearizability_test
 
 import (
-	"context"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/retrybudget/retrybudget/linearizability"
 )
 
 // benchmarkCheck records one history of about 10,000 operations on a
-// reference budget (4 goroutines of 2,400 operations and 400 clock steps
+// reference budget (4 goroutines of 2,500 operations, with 500 clock steps
 // when the budget reads time) and measures how fast Check searches it.
-func benchmarkCheck[S any](b *testing.B, sub linearizability.Subject[S]) {
-	gen := sub.Gen
-	gen.Ops = 2500
-	if gen.Scale > 0 {
-		gen.Ops, gen.ClockSteps = 2400, 400
-	}
-	s := linearizability.Generate(rand.New(rand.NewPCG(99, 0)), gen)
-	h, err := linearizability.Record(context.Background(), s, sub.New)
-	if err != nil {
-		b.Fatal(err)
-	}
+func benchmarkCheck[S any](b *testing.B, tg target[S]) {
+	h := tg.trial(b, tg.scenario(99, 4, 2500)).History
 	b.ReportAllocs()
 	for b.Loop() {
-		if r := linearizability.Check(sub.Model, h, checkTimeout); r.Verdict != linearizability.Linearizable {
+		if r := linearizability.Check(tg.model, h, checkTimeout); r.Verdict != linearizability.Linearizable {
 			b.Fatalf("%v\n%s", r.Verdict, r.Explain())
 		}
 	}

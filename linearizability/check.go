@@ -1,7 +1,9 @@
 package linearizability
 
 import (
+	"bytes"
 	"fmt"
+	"html"
 	"math"
 	"os"
 	"path/filepath"
@@ -89,9 +91,9 @@ func describe(input, output any) string {
 	return model.Describe(c.Op, output.(bool))
 }
 
-// Porcupine returns the porcupine model that Check uses for m on a history
-// with no pending calls.
-func Porcupine[S any](m model.Model[S]) porcupine.Model {
+// porcupineModel returns the porcupine model that Check uses for m on a
+// history with no pending calls.
+func porcupineModel[S any](m model.Model[S]) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return m.Init() },
 		Step: func(state, input, output any) (bool, any) {
@@ -109,10 +111,10 @@ func Porcupine[S any](m model.Model[S]) porcupine.Model {
 	}
 }
 
-// PorcupineWithPending returns the model Check uses for m on a history with
+// porcupineWithPending returns the model Check uses for m on a history with
 // pending calls: a pending call either took effect, with whatever answer
 // the model gives, or never did, so it leads to both states.
-func PorcupineWithPending[S any](m model.Model[S]) porcupine.Model {
+func porcupineWithPending[S any](m model.Model[S]) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Init: func() []any { return []any{m.Init()} },
 		Step: func(state, input, output any) []any {
@@ -149,9 +151,9 @@ func toPorcupine(h History) []porcupine.Operation {
 // Check searches for an order of h that m accepts, for at most timeout
 // (0 means no limit), and says what it found.
 func Check[S any](m model.Model[S], h History, timeout time.Duration) Result[S] {
-	r := Result[S]{History: h, m: m, pm: Porcupine(m)}
+	r := Result[S]{History: h, m: m, pm: porcupineModel(m)}
 	if slices.ContainsFunc(h, func(o Operation) bool { return o.Pending }) {
-		r.pm = PorcupineWithPending(m)
+		r.pm = porcupineWithPending(m)
 	}
 	ops := toPorcupine(h)
 	start := time.Now()
@@ -260,25 +262,27 @@ func (r Result[S]) Explain() string {
 }
 
 // WriteHTML writes porcupine's interactive rendering of the history and its
-// partial linearizations to path. It works for a Violation only.
-func (r Result[S]) WriteHTML(path string) error {
+// partial linearizations to path, under a heading of title (the budget, the
+// model and the broken rule, say). It works for a Violation only.
+func (r Result[S]) WriteHTML(path, title string) error {
 	if r.Verdict != Violation {
 		return fmt.Errorf("linearizability: nothing to render for a %v history", r.Verdict)
+	}
+	var buf bytes.Buffer
+	if err := porcupine.Visualize(r.pm, r.info, &buf); err != nil {
+		return err
+	}
+	page := buf.String()
+	if title != "" {
+		t := html.EscapeString(title)
+		page = strings.Replace(page, "<title>Porcupine</title>", "<title>"+t+"</title>", 1)
+		head := "<pre style=\"font: 14px monospace; white-space: pre-wrap\">" + t + "</pre>"
+		page = strings.Replace(page, "<body>", "<body>\n    "+head, 1)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return porcupine.VisualizePath(r.pm, r.info, path)
-}
-
-// Clients returns how many goroutines made h's operations, the clock's
-// included.
-func (h History) Clients() int {
-	n := 0
-	for _, o := range h {
-		n = max(n, o.Client+1)
-	}
-	return n
+	return os.WriteFile(path, []byte(page), 0o644)
 }
 
 func answer(granted bool) string {

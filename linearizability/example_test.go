@@ -3,7 +3,6 @@ package linearizability_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
@@ -27,18 +26,20 @@ func ExampleCheck() {
 	// [2,3] g2 retry(transient) -> granted but the model answers granted: false
 }
 
-// Record a concurrent run of a reference budget and check it.
-func ExampleTrial() {
-	m := model.AWS()
-	sub := linearizability.Subject[model.TokenBucketState]{
-		Model: m,
-		New: func(budget.Clock) budget.Budget {
-			b, _ := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
-			return b
-		},
+// Record a concurrent run of a reference budget, from a scenario written by
+// hand, and check it against the model.
+func ExampleRecord() {
+	retries := []model.Op{model.OpRetry(model.Transient), model.OpSuccess(model.Transient), model.OpRetry(model.Throttled)}
+	s := linearizability.Scenario{Goroutines: [][]model.Op{retries, retries, retries, retries}}
+	h, err := linearizability.Record(context.Background(), s, func(budget.Clock) budget.Budget {
+		b, _ := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+		return b
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	s := linearizability.Generate(rand.New(rand.NewPCG(1, 2)), linearizability.GenConfig{Goroutines: 4, Ops: 50})
-	r, err := linearizability.Trial(context.Background(), sub, s, 10*time.Second)
-	fmt.Println(len(r.History), "operations:", r.Verdict, err)
-	// Output: 200 operations: linearizable <nil>
+	r := linearizability.Check(model.AWS(), h, 10*time.Second)
+	fmt.Println(len(r.History), "operations:", r.Verdict)
+	// Output: 12 operations: linearizable
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // ModelSpec names one of the model package's specifications with its
-// parameters. Exactly one field is set.
+// parameters, so that a saved history can be checked again without code.
+// At most one field is set; none for a model of your own.
 type ModelSpec struct {
 	TokenBucket *model.TokenBucket `json:"tokenBucket,omitempty"`
 	Ratio       *model.Ratio       `json:"ratio,omitempty"`
@@ -21,46 +22,41 @@ type ModelSpec struct {
 
 func (s ModelSpec) count() int {
 	n := 0
-	if s.TokenBucket != nil {
-		n++
-	}
-	if s.Ratio != nil {
-		n++
-	}
-	if s.Throttle != nil {
-		n++
+	for _, set := range []bool{s.TokenBucket != nil, s.Ratio != nil, s.Throttle != nil} {
+		if set {
+			n++
+		}
 	}
 	return n
 }
 
-// Check checks h against the model s names and returns the verdict, with
-// the explanation for a violation.
-func (s ModelSpec) Check(h History, timeout time.Duration) (Verdict, string, error) {
-	if s.count() != 1 {
-		return 0, "", errors.New("linearizability: a ModelSpec must name exactly one model")
+// specOf returns the ModelSpec of m, empty for a model of your own.
+func specOf[S any](m model.Model[S]) ModelSpec {
+	switch v := any(m).(type) {
+	case model.TokenBucket:
+		return ModelSpec{TokenBucket: &v}
+	case model.Ratio:
+		return ModelSpec{Ratio: &v}
+	case model.Throttle:
+		return ModelSpec{Throttle: &v}
 	}
-	switch {
-	case s.TokenBucket != nil:
-		r := Check(*s.TokenBucket, h, timeout)
-		return r.Verdict, r.Explain(), nil
-	case s.Ratio != nil:
-		r := Check(*s.Ratio, h, timeout)
-		return r.Verdict, r.Explain(), nil
-	}
-	r := Check(*s.Throttle, h, timeout)
-	return r.Verdict, r.Explain(), nil
+	return ModelSpec{}
 }
 
-// A Fixture is a recorded history with the verdict it must keep getting.
-// Tests save the histories of the violations they find, and re-check every
-// saved one on each run.
+// A Fixture is a recorded history with the verdict it must keep getting:
+// the suite saves one for every violation it finds, and tests re-check
+// every saved one on each run.
 type Fixture struct {
-	Name     string    `json:"name"`
-	Budget   string    `json:"budget"` // the implementation that was recorded
-	Model    ModelSpec `json:"model"`
-	Verdict  Verdict   `json:"verdict"`
-	Scenario *Scenario `json:"scenario,omitempty"` // what was run, if known
-	History  History   `json:"history"`
+	Name   string `json:"name"`
+	Budget string `json:"budget"` // the implementation that was recorded
+	// Model is the specification, when it is one of the model package's;
+	// ModelName names it (its Go type and parameters) in every case.
+	Model     ModelSpec `json:"model"`
+	ModelName string    `json:"modelName,omitempty"`
+	Rule      string    `json:"rule,omitempty"` // the rule the history breaks, if any
+	Verdict   Verdict   `json:"verdict"`
+	Scenario  *Scenario `json:"scenario,omitempty"` // what was run, if known
+	History   History   `json:"history"`
 }
 
 // Save writes f as indented JSON to path, creating its directory.
@@ -85,8 +81,32 @@ func LoadFixture(path string) (Fixture, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return f, fmt.Errorf("linearizability: %s: %w", path, err)
 	}
-	if f.Model.count() != 1 {
-		return f, fmt.Errorf("linearizability: %s: the model must name exactly one specification", path)
+	if f.Model.count() > 1 {
+		return f, fmt.Errorf("linearizability: %s: the model names %d specifications, at most one is allowed", path, f.Model.count())
 	}
 	return f, nil
+}
+
+// Check checks the fixture's history against the model it names, and
+// returns the verdict and, for a violation, the explanation. For a model of
+// your own, whose parameters a fixture cannot hold, use Recheck.
+func (f Fixture) Check(timeout time.Duration) (Verdict, string, error) {
+	switch s := f.Model; {
+	case s.TokenBucket != nil:
+		r := Check(*s.TokenBucket, f.History, timeout)
+		return r.Verdict, r.Explain(), nil
+	case s.Ratio != nil:
+		r := Check(*s.Ratio, f.History, timeout)
+		return r.Verdict, r.Explain(), nil
+	case s.Throttle != nil:
+		r := Check(*s.Throttle, f.History, timeout)
+		return r.Verdict, r.Explain(), nil
+	}
+	return 0, "", errors.New("linearizability: the fixture's model (" + f.ModelName + ") is not one of the model package's: check it with Recheck and the model value")
+}
+
+// Recheck checks the fixture's history against m, any model, yours
+// included.
+func Recheck[S any](f Fixture, m model.Model[S], timeout time.Duration) Result[S] {
+	return Check(m, f.History, timeout)
 }

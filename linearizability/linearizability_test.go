@@ -3,11 +3,12 @@ package linearizability_test
 import (
 	"context"
 	"flag"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
@@ -17,34 +18,15 @@ var scenarios = flag.Int("scenarios", 20, "scenarios per reference budget in Tes
 
 const checkTimeout = 20 * time.Second
 
+// A target is a budget factory with the model and timing it follows.
+type target[S any] struct {
+	model  model.Model[S]
+	new    func(budget.Clock) budget.Budget
+	timing harness.Timing
+}
+
 // Reference budgets, built from model parameters that make boundaries
 // frequent: small buckets, short windows.
-
-func tokenBucket(m model.TokenBucket) linearizability.Subject[model.TokenBucketState] {
-	tm := seqcheck.TokenBucketTiming(m)
-	return linearizability.Subject[model.TokenBucketState]{
-		Model: m,
-		New:   seqcheck.NewTokenBucket(m),
-		Gen:   linearizability.GenConfig{Scale: tm.Scale, Horizon: tm.Horizon},
-	}
-}
-
-func ratio(m model.Ratio) linearizability.Subject[model.RatioState] {
-	tm := seqcheck.RatioTiming(m)
-	return linearizability.Subject[model.RatioState]{
-		Model: m,
-		New:   seqcheck.NewRatio(m),
-		Gen:   linearizability.GenConfig{Scale: tm.Scale, Horizon: tm.Horizon},
-	}
-}
-
-func throttle(m model.Throttle) linearizability.Subject[model.ThrottleState] {
-	return linearizability.Subject[model.ThrottleState]{
-		Model: m,
-		New:   seqcheck.NewThrottle(m),
-	}
-}
-
 var (
 	smallBucket  = model.TokenBucket{Capacity: 50_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
 	refillBucket = model.TokenBucket{Capacity: 30_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000, RefillPerSecond: 10_000}
@@ -52,29 +34,48 @@ var (
 	grpcThrottle = model.Throttle{Max: 10_000, Ratio: 500}
 )
 
+func tokenBucket(m model.TokenBucket) target[model.TokenBucketState] {
+	return target[model.TokenBucketState]{m, seqcheck.NewTokenBucket(m), seqcheck.TokenBucketTiming(m)}
+}
+
+func ratio(m model.Ratio) target[model.RatioState] {
+	return target[model.RatioState]{m, seqcheck.NewRatio(m), seqcheck.RatioTiming(m)}
+}
+
+func throttle(m model.Throttle) target[model.ThrottleState] {
+	return target[model.ThrottleState]{m, seqcheck.NewThrottle(m), harness.Timing{}}
+}
+
+// scenario draws the scenario of seed: goroutines lists of ops calls, and
+// ops/5 clock steps when the target reads time.
+func (tg target[S]) scenario(seed uint64, goroutines, ops int) linearizability.Scenario {
+	g, c := harness.Lists(harness.Rand(rand.New(rand.NewPCG(seed, 0))), goroutines, ops, ops/5, tg.timing)
+	return linearizability.Scenario{Goroutines: g, Clock: c}
+}
+
+// trial records s once and checks the history.
+func (tg target[S]) trial(t testing.TB, s linearizability.Scenario) linearizability.Result[S] {
+	t.Helper()
+	h, err := linearizability.Record(context.Background(), s, tg.new)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return linearizability.Check(tg.model, h, checkTimeout)
+}
+
 // checkMany records and checks n scenarios drawn from seeds 1..n, and fails
 // on every violation or inconclusive check.
-func checkMany[S any](t *testing.T, sub linearizability.Subject[S], n int) {
+func checkMany[S any](t *testing.T, tg target[S], n int) {
 	t.Helper()
-	spec, _ := linearizability.Spec(sub.Model)
 	var longest time.Duration
 	for seed := range uint64(n) {
-		s := linearizability.Generate(rand.New(rand.NewPCG(seed+1, 0)), sub.Gen)
-		r, err := linearizability.Trial(context.Background(), sub, s, checkTimeout)
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed+1, err)
-		}
+		r := tg.trial(t, tg.scenario(seed+1, 4, 100))
 		longest = max(longest, r.Elapsed)
-		switch r.Verdict {
-		case linearizability.Linearizable:
-		case linearizability.Inconclusive:
-			t.Errorf("seed %d: %s", seed+1, r.Explain())
-		default:
-			linearizability.Report(t, r, spec, "reference", fmt.Sprintf("%s-seed%d", t.Name(), seed+1))
-			t.Errorf("seed %d: a reference budget is not linearizable", seed+1)
+		if r.Verdict != linearizability.Linearizable {
+			t.Errorf("seed %d: a reference budget is %v:\n%s", seed+1, r.Verdict, r.Explain())
 		}
 	}
-	t.Logf("%d scenarios of %d operations each, all linearizable; slowest check %v", n, linearizability.Generate(rand.New(rand.NewPCG(1, 0)), sub.Gen).Len(), longest)
+	t.Logf("%d scenarios, all linearizable; slowest check %v", n, longest)
 }
 
 func TestReferenceBudgetsAreLinearizable(t *testing.T) {
@@ -83,3 +84,18 @@ func TestReferenceBudgetsAreLinearizable(t *testing.T) {
 	t.Run("Ratio", func(t *testing.T) { checkMany(t, ratio(shortRatio), *scenarios) })
 	t.Run("Throttle", func(t *testing.T) { checkMany(t, throttle(grpcThrottle), *scenarios) })
 }
+
+// Record returns a panic in the budget as an error naming the method.
+func TestRecordReportsAPanic(t *testing.T) {
+	s := linearizability.Scenario{Goroutines: [][]model.Op{{model.OpRequest, model.OpRetry(model.Transient)}}}
+	_, err := linearizability.Record(context.Background(), s, func(budget.Clock) budget.Budget { return panicky{} })
+	if err == nil || !contains(err.Error(), "Retry panicked on retry(transient): boom") {
+		t.Fatalf("Record = %v, want the panic named", err)
+	}
+}
+
+type panicky struct{}
+
+func (panicky) Request()               {}
+func (panicky) Retry(budget.Kind) bool { panic("boom") }
+func (panicky) Success(budget.Kind)    {}

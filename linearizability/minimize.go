@@ -17,8 +17,10 @@ type MinimizeReport[W any] struct {
 }
 
 // Minimize shrinks a failing scenario. fails runs a scenario once and
-// reports whether it failed, with a witness of the failure (a history, say);
-// a candidate counts as failing if any of up to tries runs fails.
+// reports whether it failed, with a witness of the failure (a Result, say);
+// a candidate counts as failing if any of up to tries runs fails. Minimize
+// stops dropping after limit (zero means no limit) and returns the smallest
+// scenario found by then.
 //
 // Minimize drops whole goroutines, then the clock, then chunks of each
 // operation list (halves, quarters, down to single operations), keeping
@@ -29,14 +31,9 @@ type MinimizeReport[W any] struct {
 // A concurrent failure reproduces only some of the time. A drop is kept only
 // when the smaller scenario really failed, so To always has a failure behind
 // it. A drop can be refused wrongly when the smaller scenario fails too
-// rarely to show within tries runs: more tries give smaller results.
-func Minimize[W any](s Scenario, tries int, fails func(Scenario) (W, bool)) MinimizeReport[W] {
-	return MinimizeWithin(s, tries, 0, fails)
-}
-
-// MinimizeWithin is Minimize that stops dropping after limit (zero means no
-// limit) and returns the smallest scenario found by then.
-func MinimizeWithin[W any](s Scenario, tries int, limit time.Duration, fails func(Scenario) (W, bool)) MinimizeReport[W] {
+// rarely to show within tries runs: start from [Focus]'s scenario, which is
+// small already, and give more tries.
+func Minimize[W any](s Scenario, tries int, limit time.Duration, fails func(Scenario) (W, bool)) MinimizeReport[W] {
 	start := time.Now()
 	rep := MinimizeReport[W]{From: s}
 	first := true
@@ -139,10 +136,164 @@ func shrinkClock(cur *Scenario, try func(Scenario) bool) bool {
 }
 
 func clone(s Scenario) Scenario {
-	c := Scenario{Before: slices.Clone(s.Before), Clock: slices.Clone(s.Clock)}
+	c := Scenario{Before: slices.Clone(s.Before), Clock: slices.Clone(s.Clock), WallClock: s.WallClock}
 	c.Goroutines = make([][]model.Op, len(s.Goroutines))
 	for i, g := range s.Goroutines {
 		c.Goroutines[i] = slices.Clone(g)
 	}
 	return c
+}
+
+// Focus builds, from a violation r found by running s, a small scenario
+// that is likely to fail the same way: the operations that overlap in time
+// with the calls the model cannot accept next (the stuck ones whose answer
+// it disputes), each on its own client's goroutine, after a short sequence
+// of operations (Before) that brings the model to the state the longest
+// accepted order was in just before them. The Before sequence is found from
+// the model alone, by a bounded breadth-first search and otherwise by
+// dropping operations of the accepted order while the state it reaches
+// stays the same, so Focus is deterministic. It returns false when r is not
+// a violation or its history has pending calls.
+func Focus[S any](r Result[S], s Scenario) (Scenario, bool) {
+	if r.Verdict != Violation || len(r.Stuck) == 0 {
+		return Scenario{}, false
+	}
+	for _, o := range r.History {
+		if o.Pending {
+			return Scenario{}, false
+		}
+	}
+	var culprits []Operation
+	for _, st := range r.Stuck {
+		if st.Op.Op == model.Retry && st.Granted != st.ModelGranted {
+			culprits = append(culprits, st.Operation)
+		}
+	}
+	if len(culprits) == 0 {
+		for _, st := range r.Stuck {
+			culprits = append(culprits, st.Operation)
+		}
+	}
+	first, last := culprits[0].Call, culprits[0].Return
+	for _, c := range culprits {
+		first, last = min(first, c.Call), max(last, c.Return)
+	}
+	// The accepted order up to the first operation still running when the
+	// culprits were called happened before them: it becomes Before.
+	cut := len(r.Prefix)
+	for i, o := range r.Prefix {
+		if o.Return >= first {
+			cut = i
+			break
+		}
+	}
+	state := r.m.Init()
+	var prefix []model.Op
+	for _, o := range r.Prefix[:cut] {
+		state, _ = r.m.Step(state, o.Op)
+		prefix = append(prefix, o.Op)
+	}
+	involved := slices.Clone(culprits)
+	for _, o := range r.Prefix[cut:] {
+		if o.Call <= last {
+			involved = append(involved, o)
+		}
+	}
+	slices.SortFunc(involved, func(a, b Operation) int { return int(a.Call - b.Call) })
+	out := Scenario{Before: shortPath(r.m, prefix, state), WallClock: s.WallClock}
+	goroutine := map[int]int{}
+	for _, o := range involved {
+		switch {
+		case o.Op.Op == model.Advance:
+			out.Clock = append(out.Clock, o.Op.D)
+		case o.Client == 0:
+			out.Before = append(out.Before, o.Op)
+		default:
+			g, ok := goroutine[o.Client]
+			if !ok {
+				g = len(out.Goroutines)
+				goroutine[o.Client] = g
+				out.Goroutines = append(out.Goroutines, nil)
+			}
+			out.Goroutines[g] = append(out.Goroutines[g], o.Op)
+		}
+	}
+	return out, true
+}
+
+// shortPath returns a short sequence of operations that takes m from its
+// initial state to target, given ops, which does: the shortest of at most
+// six operations drawn from those in ops, if a bounded search finds one,
+// and otherwise ops with every chunk dropped whose removal keeps the end
+// state equal to target.
+func shortPath[S any](m model.Model[S], ops []model.Op, target S) []model.Op {
+	if len(ops) <= 2 {
+		return ops
+	}
+	var alphabet []model.Op
+	for _, op := range ops {
+		if !slices.Contains(alphabet, op) && len(alphabet) < 16 {
+			alphabet = append(alphabet, op)
+		}
+	}
+	type node struct {
+		s    S
+		path []model.Op
+	}
+	seen := map[uint64][]S{}
+	visit := func(s S) bool {
+		h := m.Hash(s)
+		for _, o := range seen[h] {
+			if m.Equal(o, s) {
+				return false
+			}
+		}
+		seen[h] = append(seen[h], s)
+		return true
+	}
+	frontier := []node{{s: m.Init()}}
+	visit(m.Init())
+	for depth, expanded := 0, 0; depth <= 6 && len(frontier) > 0 && expanded < 50_000; depth++ {
+		var next []node
+		for _, n := range frontier {
+			if m.Equal(n.s, target) {
+				return n.path
+			}
+			if depth == 6 {
+				continue
+			}
+			for _, op := range alphabet {
+				if expanded++; expanded > 50_000 {
+					break
+				}
+				s, _ := m.Step(n.s, op)
+				if visit(s) {
+					next = append(next, node{s, append(slices.Clone(n.path), op)})
+				}
+			}
+		}
+		frontier = next
+	}
+	reaches := func(ops []model.Op) bool {
+		s := m.Init()
+		for _, op := range ops {
+			s, _ = m.Step(s, op)
+		}
+		return m.Equal(s, target)
+	}
+	cur := slices.Clone(ops)
+	for chunk := max(len(cur)/2, 1); ; chunk /= 2 {
+		for at := len(cur) - chunk; at >= 0; at -= chunk {
+			if at+chunk > len(cur) {
+				continue
+			}
+			c := slices.Delete(slices.Clone(cur), at, at+chunk)
+			if reaches(c) {
+				cur = c
+			}
+		}
+		if chunk == 1 {
+			return cur
+		}
+	}
 }

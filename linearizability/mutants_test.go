@@ -1,16 +1,16 @@
 package linearizability_test
 
 import (
-	"context"
 	"flag"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
@@ -18,25 +18,20 @@ import (
 
 var update = flag.Bool("update", false, "record the histories under testdata/histories anew")
 
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
 var tightBucket = model.TokenBucket{Capacity: 20_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
 
-func checkThenAct(m model.TokenBucket) linearizability.Subject[model.TokenBucketState] {
-	return linearizability.Subject[model.TokenBucketState]{
-		Model: m,
-		New:   func(budget.Clock) budget.Budget { return mutants.NewCheckThenAct(m) },
-	}
+func checkThenAct(m model.TokenBucket) target[model.TokenBucketState] {
+	return target[model.TokenBucketState]{m, func(budget.Clock) budget.Budget { return mutants.NewCheckThenAct(m) }, harness.Timing{}}
 }
 
 // findViolation tries scenarios from seed 1 until one is a violation.
-func findViolation[S any](t *testing.T, sub linearizability.Subject[S], limit int) (linearizability.Result[S], linearizability.Scenario) {
+func findViolation[S any](t *testing.T, tg target[S], limit int) (linearizability.Result[S], linearizability.Scenario) {
 	t.Helper()
 	for seed := range uint64(limit) {
-		s := linearizability.Generate(rand.New(rand.NewPCG(seed+1, 0)), sub.Gen)
-		r, err := linearizability.Trial(context.Background(), sub, s, checkTimeout)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Verdict == linearizability.Violation {
+		s := tg.scenario(seed+1, 4, 100)
+		if r := tg.trial(t, s); r.Verdict == linearizability.Violation {
 			t.Logf("violation at seed %d, %d operations", seed+1, len(r.History))
 			return r, s
 		}
@@ -47,123 +42,161 @@ func findViolation[S any](t *testing.T, sub linearizability.Subject[S], limit in
 
 // The check-then-act mutant uses only atomic operations: go test -race has
 // nothing to report, and this test passes under it. The linearizability
-// check still finds two retries granted from a balance that pays for one.
+// check still finds two retries granted from a balance that pays for one,
+// and Report saves it.
 func TestCheckThenActIsRaceFreeButNotLinearizable(t *testing.T) {
-	r, _ := findViolation(t, checkThenAct(tightBucket), 2000)
-	spec, _ := linearizability.Spec(r.Model())
-	html := linearizability.Report(t, r, spec, "mutants.CheckThenAct", t.Name())
-	if html == "" {
-		t.Error("no HTML rendering was written")
-	} else if _, err := os.Stat(html); err != nil {
-		t.Errorf("the rendering is not where Report says: %v", err)
+	r, s := findViolation(t, checkThenAct(tightBucket), 5000)
+	html, js, note := linearizability.Report(t, r, linearizability.Fixture{Name: t.Name(), Budget: "mutants.CheckThenAct", Rule: "linearizable", Scenario: &s})
+	for _, p := range []string{html, js} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("Report's file is not where it says (%s): %v", note, err)
+		}
+	}
+	page, _ := os.ReadFile(html)
+	for _, want := range []string{"budget: mutants.CheckThenAct", "model:  model.TokenBucket", "rule:   linearizable"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the rendering does not say %q", want)
+		}
+	}
+	f, err := linearizability.LoadFixture(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := linearizability.Recheck(f, tightBucket, checkTimeout); got.Verdict != linearizability.Violation || f.Scenario == nil {
+		t.Errorf("the saved history re-checks as %v (scenario saved: %v), want a violation", got.Verdict, f.Scenario != nil)
 	}
 	if raceEnabled {
 		t.Log("built with -race: the race detector saw no race in the runs above (it would have failed this test)")
-	} else {
-		t.Log("built without -race: run go test -race to see the race detector stay silent")
 	}
 }
 
-// The minimizer brings the check-then-act failure down to a handful of
-// operations: two goroutines retrying at once from a bucket that pays for
-// one.
-func TestMinimizeCheckThenAct(t *testing.T) {
-	sub := checkThenAct(tightBucket)
-	_, s := findViolation(t, sub, 2000)
-	// A race that needs two calls to meet within nanoseconds reproduces in
-	// a small fraction of runs, less on a loaded machine, so one greedy
-	// pass can stop early; a second pass from the first's result starts
-	// from a much smaller scenario.
-	var rep linearizability.MinimizeReport[linearizability.Result[model.TokenBucketState]]
-	tries := *minimizeTries
-	if tries == 0 {
-		tries = 3000
-		if raceEnabled {
-			tries = 1000
+// Minimize on a deterministic predicate: a scenario fails when two
+// different goroutines each hold a transient retry. From 400 operations it
+// must reach exactly two, one per goroutine, whatever the machine.
+func TestMinimizeReachesTheCore(t *testing.T) {
+	s := tokenBucket(smallBucket).scenario(3, 4, 100)
+	fails := func(c linearizability.Scenario) (int, bool) {
+		n := 0
+		for _, g := range c.Goroutines {
+			if slices.Contains(g, model.OpRetry(model.Transient)) {
+				n++
+			}
 		}
+		return n, n >= 2
 	}
-	for pass := 1; pass <= 3; pass++ {
-		next := linearizability.Minimize(s, tries, violation(sub))
-		t.Logf("pass %d: minimized from %d to %d operations in %d runs (%v):\n%s\n%s",
-			pass, next.From.Len(), next.To.Len(), next.Runs, next.Elapsed.Round(time.Millisecond), next.To, next.Witness.Explain())
-		if next.Witness.Verdict != linearizability.Violation {
-			break // the scenario no longer failed at all: keep the last pass
-		}
-		rep = next
-		if rep.To.Len() <= 6 {
-			break
-		}
-		s = rep.To
+	rep := linearizability.Minimize(s, 1, 0, fails)
+	if rep.To.Len() != 2 || len(rep.To.Goroutines) != 2 || rep.Witness != 2 {
+		t.Fatalf("minimized to %d operations in %d goroutines (witness %d), want 2 in 2:\n%s", rep.To.Len(), len(rep.To.Goroutines), rep.Witness, rep.To)
 	}
-	if rep.To.Len() > 6 {
-		t.Errorf("minimized scenario has %d operations, want at most 6", rep.To.Len())
-	}
-	if rep.Witness.Verdict != linearizability.Violation {
-		t.Errorf("the minimized scenario's witness is %v, want a violation", rep.Witness.Verdict)
+	t.Logf("from %d to %d operations in %d runs", rep.From.Len(), rep.To.Len(), rep.Runs)
+	// A scenario that never fails comes back unchanged, with no witness.
+	never := linearizability.Minimize(s, 3, 0, func(linearizability.Scenario) (int, bool) { return 0, false })
+	if never.To.Len() != s.Len() || never.Witness != 0 {
+		t.Errorf("a scenario that does not fail was changed to %d operations", never.To.Len())
 	}
 }
 
-var minimizeTries = flag.Int("minimize-tries", 0, "runs of each candidate scenario in TestMinimizeCheckThenAct; 0 means 3000, or 1000 under -race, where runs are slower and races show more often")
-
-// violation returns a Minimize callback: run the scenario once, and fail
-// with the result when it is a violation.
-func violation[S any](sub linearizability.Subject[S]) func(linearizability.Scenario) (linearizability.Result[S], bool) {
-	return func(c linearizability.Scenario) (linearizability.Result[S], bool) {
-		r, err := linearizability.Trial(context.Background(), sub, c, checkTimeout)
-		return r, err == nil && r.Verdict == linearizability.Violation
+// Focus narrows a hand-made violation: a long prefix that leaves 19 tokens,
+// then two overlapping retries of 14 both granted. It must keep the two
+// retries, each on its own goroutine, after a Before that reaches the same
+// state in a few operations.
+func TestFocusNarrowsAViolation(t *testing.T) {
+	var h linearizability.History
+	stamp := int64(0)
+	at := func(client int, op model.Op, granted bool) {
+		h = append(h, linearizability.Operation{Client: client, Op: op, Granted: granted, Call: stamp + 1, Return: stamp + 2})
+		stamp += 2
+	}
+	for range 30 {
+		at(1, model.OpRetry(model.Throttled), true)
+		at(2, model.OpSuccess(model.Throttled), false)
+	}
+	at(1, model.OpRetry(model.Throttled), true) // 20 - 5 = 15 tokens
+	h = append(h,
+		linearizability.Operation{Client: 1, Op: model.OpRetry(model.Transient), Granted: true, Call: stamp + 1, Return: stamp + 4},
+		linearizability.Operation{Client: 2, Op: model.OpRetry(model.Transient), Granted: true, Call: stamp + 2, Return: stamp + 3})
+	r := linearizability.Check(tightBucket, h, checkTimeout)
+	if r.Verdict != linearizability.Violation {
+		t.Fatalf("the history is %v, want a violation", r.Verdict)
+	}
+	s, ok := linearizability.Focus(r, linearizability.Scenario{})
+	if !ok {
+		t.Fatal("Focus found nothing")
+	}
+	t.Logf("focused:\n%s", s)
+	if len(s.Goroutines) != 2 || len(s.Goroutines[0]) != 1 || len(s.Goroutines[1]) != 1 {
+		t.Errorf("goroutines %v, want one transient retry on each of two", s.Goroutines)
+	}
+	state := tightBucket.Init()
+	for _, op := range s.Before {
+		state, _ = tightBucket.Step(state, op)
+	}
+	if state.Tokens != 15_000 || len(s.Before) > 3 {
+		t.Errorf("Before = %v reaches %v tokens, want a short way to 15", s.Before, state.Tokens)
 	}
 }
 
 // fixtureCase is a history kept under testdata/histories: how to record it
-// anew with -update, and the verdict it must keep.
+// anew with -update.
 type fixtureCase struct {
 	name   string
 	record func(t *testing.T) linearizability.Fixture
 }
 
-func fixtureOf[S any](t *testing.T, impl string, sub linearizability.Subject[S], want linearizability.Verdict) linearizability.Fixture {
-	spec, _ := linearizability.Spec(sub.Model)
+func fixtureOf[S any](t *testing.T, impl string, tg target[S], want linearizability.Verdict) linearizability.Fixture {
 	if want == linearizability.Violation {
-		_, s := findViolation(t, sub, 5000)
-		// Keep fixtures small: save the minimized scenario's failure.
-		rep := linearizability.Minimize(s, 200, violation(sub))
-		return linearizability.Fixture{Budget: impl, Model: spec, Verdict: rep.Witness.Verdict, Scenario: &rep.To, History: rep.Witness.History}
+		r, s := findViolation(t, tg, 5000)
+		// Keep fixtures small: save the narrowed scenario's failure if it
+		// shows, the whole one otherwise.
+		if f, ok := linearizability.Focus(r, s); ok {
+			for range 20_000 {
+				if fr := tg.trial(t, f); fr.Verdict == linearizability.Violation {
+					r, s = fr, f
+					break
+				}
+			}
+		}
+		return linearizability.Fixture{Budget: impl, Verdict: r.Verdict, Scenario: &s, History: r.History}
 	}
-	gen := sub.Gen
-	gen.Ops = 25
-	s := linearizability.Generate(rand.New(rand.NewPCG(42, 0)), gen)
-	r, err := linearizability.Trial(context.Background(), sub, s, checkTimeout)
-	if err != nil {
-		t.Fatal(err)
+	s := tg.scenario(42, 4, 25)
+	r := tg.trial(t, s)
+	return linearizability.Fixture{Budget: impl, Verdict: r.Verdict, Scenario: &s, History: r.History}
+}
+
+func withSpec[S any](f linearizability.Fixture, m model.Model[S]) linearizability.Fixture {
+	switch v := any(m).(type) {
+	case model.TokenBucket:
+		f.Model.TokenBucket = &v
+	case model.Ratio:
+		f.Model.Ratio = &v
+	case model.Throttle:
+		f.Model.Throttle = &v
 	}
-	return linearizability.Fixture{Budget: impl, Model: spec, Verdict: r.Verdict, Scenario: &s, History: r.History}
+	return f
 }
 
 func fixtureCases() []fixtureCase {
 	doubleRefill := model.TokenBucket{Capacity: 5_000, TransientCost: 1_000, ThrottledCost: 1_000, RefillPerSecond: 100_000}
 	return []fixtureCase{
 		{"reference-tokenbucket", func(t *testing.T) linearizability.Fixture {
-			return fixtureOf(t, "budget.TokenBucket", tokenBucket(smallBucket), linearizability.Linearizable)
+			return withSpec(fixtureOf(t, "budget.TokenBucket", tokenBucket(smallBucket), linearizability.Linearizable), smallBucket)
 		}},
 		{"reference-tokenbucket-refill", func(t *testing.T) linearizability.Fixture {
-			return fixtureOf(t, "budget.TokenBucket", tokenBucket(refillBucket), linearizability.Linearizable)
+			return withSpec(fixtureOf(t, "budget.TokenBucket", tokenBucket(refillBucket), linearizability.Linearizable), refillBucket)
 		}},
 		{"reference-ratio", func(t *testing.T) linearizability.Fixture {
-			return fixtureOf(t, "budget.Ratio", ratio(shortRatio), linearizability.Linearizable)
+			return withSpec(fixtureOf(t, "budget.Ratio", ratio(shortRatio), linearizability.Linearizable), shortRatio)
 		}},
 		{"reference-throttle", func(t *testing.T) linearizability.Fixture {
-			return fixtureOf(t, "budget.Throttle", throttle(grpcThrottle), linearizability.Linearizable)
+			return withSpec(fixtureOf(t, "budget.Throttle", throttle(grpcThrottle), linearizability.Linearizable), grpcThrottle)
 		}},
 		{"mutant-checkthenact", func(t *testing.T) linearizability.Fixture {
-			return fixtureOf(t, "mutants.CheckThenAct", checkThenAct(tightBucket), linearizability.Violation)
+			return withSpec(fixtureOf(t, "mutants.CheckThenAct", checkThenAct(tightBucket), linearizability.Violation), tightBucket)
 		}},
 		{"mutant-doublerefill", func(t *testing.T) linearizability.Fixture {
-			tm := linearizability.GenConfig{Scale: 10 * time.Millisecond, Horizon: 50 * time.Millisecond}
-			return fixtureOf(t, "mutants.DoubleRefill", linearizability.Subject[model.TokenBucketState]{
-				Model: doubleRefill,
-				New:   func(c budget.Clock) budget.Budget { return mutants.NewDoubleRefill(doubleRefill, c) },
-				Gen:   tm,
-			}, linearizability.Violation)
+			tg := target[model.TokenBucketState]{doubleRefill, func(c budget.Clock) budget.Budget { return mutants.NewDoubleRefill(doubleRefill, c) },
+				harness.Timing{Scale: 10 * time.Millisecond, Horizon: 50 * time.Millisecond}}
+			return withSpec(fixtureOf(t, "mutants.DoubleRefill", tg, linearizability.Violation), doubleRefill)
 		}},
 	}
 }
@@ -195,7 +228,7 @@ func TestSavedHistories(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, explain, err := f.Model.Check(f.History, checkTimeout)
+			got, explain, err := f.Check(checkTimeout)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,60 +1,47 @@
 package linearizability
 
 import (
-	"context"
+	"flag"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/retrybudget/retrybudget/budget"
-	"github.com/retrybudget/retrybudget/model"
 )
 
-// A Subject is a budget under test and the model it claims to follow.
-type Subject[S any] struct {
-	Model model.Model[S]
-	// New builds a budget on clock, which reads 0. It is called once per
-	// recorded run.
-	New func(clock budget.Clock) budget.Budget
-	// Gen says what scenarios to draw; its Scale must be set for a budget
-	// whose answers depend on time, or no clock steps are drawn.
-	Gen GenConfig
-	// Advance, if set, moves time instead of the ManualClock's Advance (see
-	// RecordWith).
-	Advance func(clock *budget.ManualClock, d time.Duration)
-}
-
-// Trial records s once on a budget of sub and checks the history.
-func Trial[S any](ctx context.Context, sub Subject[S], s Scenario, timeout time.Duration) (Result[S], error) {
-	h, err := RecordWith(ctx, s, sub.New, sub.Advance)
-	if err != nil {
-		return Result[S]{}, err
-	}
-	return Check(sub.Model, h, timeout), nil
-}
-
-// Report shows a violation to a human: it writes porcupine's HTML rendering
-// and the history as a Fixture to t.ArtifactDir() (kept with go test
-// -artifacts), and logs their paths with the explanation. It returns the
-// path of the HTML file. name names the files.
-func Report[S any](t testing.TB, r Result[S], spec ModelSpec, budgetName, name string) string {
+// Report saves a violation for a human: porcupine's HTML rendering, headed
+// by the budget, the model and the rule that f names, and f itself with the
+// history (and the scenario, if f has one) as JSON, both in t.ArtifactDir().
+// It fills f's model and verdict from r. It logs nothing and returns the
+// paths, and a note for the failure message: where the files are, or that
+// go test deletes them unless run with -artifacts.
+func Report[S any](t testing.TB, r Result[S], f Fixture) (htmlPath, jsonPath, note string) {
 	t.Helper()
 	dir := t.ArtifactDir()
-	base := sanitize(name)
-	html := filepath.Join(dir, base+".html")
-	if err := r.WriteHTML(html); err != nil {
-		t.Logf("could not write the HTML rendering: %v", err)
-		html = ""
+	base := sanitize(f.Name)
+	f.Model = specOf(r.m)
+	f.ModelName = fmt.Sprintf("%T %+v", r.m, r.m)
+	f.Verdict = r.Verdict
+	f.History = r.History
+	htmlPath = filepath.Join(dir, base+".html")
+	title := fmt.Sprintf("budget: %s\nmodel:  %s\nrule:   %s\n%s", f.Budget, f.ModelName, f.Rule, r.Explain())
+	var problems []string
+	if err := r.WriteHTML(htmlPath, title); err != nil {
+		problems = append(problems, "could not write the HTML rendering: "+err.Error())
+		htmlPath = ""
 	}
-	js := filepath.Join(dir, base+".json")
-	f := Fixture{Name: name, Budget: budgetName, Model: spec, Verdict: r.Verdict, History: r.History}
-	if err := f.Save(js); err != nil {
-		t.Logf("could not save the history: %v", err)
-		js = ""
+	jsonPath = filepath.Join(dir, base+".json")
+	if err := f.Save(jsonPath); err != nil {
+		problems = append(problems, "could not save the history: "+err.Error())
+		jsonPath = ""
 	}
-	t.Logf("%s\nrendering: %s\nhistory:   %s", r.Explain(), html, js)
-	return html
+	note = fmt.Sprintf("rendering: %s\nhistory:   %s", htmlPath, jsonPath)
+	if fl := flag.Lookup("test.artifacts"); fl == nil || fl.Value.String() != "true" {
+		note += "\n(go test deletes these when the test ends: rerun with -artifacts to keep them)"
+	}
+	if len(problems) > 0 {
+		note += "\n" + strings.Join(problems, "\n")
+	}
+	return htmlPath, jsonPath, note
 }
 
 func sanitize(name string) string {
@@ -65,18 +52,4 @@ func sanitize(name string) string {
 		}
 		return '_'
 	}, name)
-}
-
-// Spec returns the ModelSpec of a model from the model package, or false
-// for any other model.
-func Spec[S any](m model.Model[S]) (ModelSpec, bool) {
-	switch v := any(m).(type) {
-	case model.TokenBucket:
-		return ModelSpec{TokenBucket: &v}, true
-	case model.Ratio:
-		return ModelSpec{Ratio: &v}, true
-	case model.Throttle:
-		return ModelSpec{Throttle: &v}, true
-	}
-	return ModelSpec{}, false
 }

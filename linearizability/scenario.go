@@ -13,23 +13,29 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/model"
 )
 
-// MaxGoroutines is the most goroutines a Scenario may run at once.
-const MaxGoroutines = 16
+// maxGoroutines is the most goroutines a Scenario may run at once.
+const maxGoroutines = 16
 
 // A Scenario is what one recorded run does.
 type Scenario struct {
 	// Before runs on one goroutine before the concurrent part starts:
 	// it brings a budget to an interesting state, such as nearly empty.
+	// It may hold Advance operations.
 	Before []model.Op `json:"before,omitempty"`
-	// Goroutines holds one operation list per goroutine. The goroutines
-	// start together at a barrier. Lists hold no Advance operations.
+	// Goroutines holds one operation list per goroutine, at most 16. The
+	// goroutines start together at a barrier. Lists hold no Advance
+	// operations.
 	Goroutines [][]model.Op `json:"goroutines"`
 	// Clock holds the steps a clock goroutine makes, concurrently with the
 	// others, each recorded as an Advance operation.
 	Clock []time.Duration `json:"clock,omitempty"`
+	// WallClock makes every clock step also sleep for its duration, for a
+	// budget that reads time.Now itself inside a testing/synctest bubble.
+	WallClock bool `json:"wallClock,omitempty"`
 }
 
 // Len returns how many operations s runs in all.
@@ -57,7 +63,7 @@ func (s Scenario) String() string {
 	fmt.Fprintf(&b, "scenario of %d operations:\n", s.Len())
 	line("pre", s.Before)
 	for i, g := range s.Goroutines {
-		line(clientName(i+1), g)
+		line(model.ClientName(i+1), g)
 	}
 	if len(s.Clock) > 0 {
 		steps := make([]model.Op, len(s.Clock))
@@ -70,8 +76,8 @@ func (s Scenario) String() string {
 }
 
 func (s Scenario) validate() error {
-	if len(s.Goroutines) > MaxGoroutines {
-		return fmt.Errorf("linearizability: %d goroutines, at most %d", len(s.Goroutines), MaxGoroutines)
+	if len(s.Goroutines) > maxGoroutines {
+		return fmt.Errorf("linearizability: %d goroutines, at most %d", len(s.Goroutines), maxGoroutines)
 	}
 	for i, g := range s.Goroutines {
 		for _, op := range g {
@@ -83,130 +89,23 @@ func (s Scenario) validate() error {
 	return nil
 }
 
-// GenConfig says what scenarios Generate draws. The zero value draws 4
-// goroutines of 100 operations each and, when Scale is set, 20 clock steps.
-type GenConfig struct {
-	Goroutines int // in [1, 16]; 0 means 4
-	Ops        int // operations per goroutine; 0 means 100
-	Before     int // operations before the concurrent part; 0 means none
-	ClockSteps int // 0 means Ops/5 when Scale > 0
-	// Scale is the clock step around which the budget's behaviour changes
-	// (a slot width; the time a refill takes to pay for one retry). Zero
-	// means the budget ignores time: no clock steps are drawn.
-	Scale time.Duration
-	// Horizon is the longest step that still matters (a window; the time
-	// to refill an empty bucket). Zero means 100 × Scale.
-	Horizon time.Duration
-	// Forward draws no backward clock steps, for budgets on the wall
-	// clock, whose time cannot go back.
-	Forward bool
-}
-
-func (c GenConfig) withDefaults() GenConfig {
-	if c.Goroutines <= 0 {
-		c.Goroutines = 4
-	}
-	c.Goroutines = min(c.Goroutines, MaxGoroutines)
-	if c.Ops <= 0 {
-		c.Ops = 100
-	}
-	if c.ClockSteps <= 0 && c.Scale > 0 {
-		c.ClockSteps = max(c.Ops/5, 1)
-	}
-	if c.Scale <= 0 {
-		c.ClockSteps = 0
-	}
-	if c.Horizon <= 0 {
-		c.Horizon = 100 * c.Scale
-	}
-	return c
-}
-
-// Generate draws a scenario from r. The same r state gives the same
-// scenario. Retries are half the operations, mostly of retry kinds with a
-// few of kinds no caller should pass; successes mostly refund retries.
-func Generate(r *rand.Rand, c GenConfig) Scenario {
-	c = c.withDefaults()
-	s := Scenario{Goroutines: make([][]model.Op, c.Goroutines)}
-	s.Before = drawOps(r, c.Before)
-	for i := range s.Goroutines {
-		s.Goroutines[i] = drawOps(r, c.Ops)
-	}
-	for range c.ClockSteps {
-		d := drawStep(r, c.Scale, c.Horizon)
-		if c.Forward && d < 0 {
-			d = -d
-		}
-		s.Clock = append(s.Clock, d)
-	}
-	return s
-}
-
-func drawOps(r *rand.Rand, n int) []model.Op {
-	if n == 0 {
-		return nil
-	}
-	ops := make([]model.Op, n)
-	for i := range ops {
-		ops[i] = drawOp(r)
-	}
-	return ops
-}
-
-func drawOp(r *rand.Rand) model.Op {
-	kind := func() model.Kind {
-		switch x := r.IntN(20); {
-		case x < 9:
-			return model.Transient
-		case x < 18:
-			return model.Throttled
-		case x < 19:
-			return model.FirstAttempt
-		}
-		return model.Kind(7)
-	}
-	switch x := r.IntN(10); {
-	case x < 5:
-		return model.OpRetry(kind())
-	case x < 8:
-		return model.OpSuccess(kind())
-	}
-	return model.OpRequest
-}
-
-func drawStep(r *rand.Rand, scale, horizon time.Duration) time.Duration {
-	between := func(lo, hi int64) time.Duration { return time.Duration(lo + r.Int64N(max(hi-lo, 0)+1)) }
-	switch r.IntN(10) {
-	case 0:
-		return 0
-	case 1, 2, 3:
-		return between(1, max(int64(scale)/2, 1))
-	case 4, 5, 6:
-		return between(max(int64(scale)-1, 1), int64(scale)+1)
-	case 7, 8:
-		return between(1, int64(horizon))
-	}
-	return -between(1, int64(scale))
-}
-
 // ErrTimeout is returned by Record when the run did not finish before its
 // context ended: the budget deadlocked, or is far too slow.
 var ErrTimeout = errors.New("linearizability: the run did not finish; a goroutine is stuck in the budget")
 
 // Record runs s once on a budget that newBudget builds on a fresh
-// ManualClock reading 0, and returns the history. While a scenario has more
-// goroutines than GOMAXPROCS, Record raises GOMAXPROCS (to at least 8) for
-// the run, process-wide. If ctx ends first, Record
+// ManualClock reading 0, closes the budget if it has a Close() error
+// method, and returns the history. Calls and returns are stamped from one
+// atomic counter; every clock step is an Advance operation of the history,
+// made by the clock goroutine.
+//
+// A panic in the factory or in a budget method is returned as an error
+// naming the method and the operation; it never crashes the process. While
+// a scenario has more goroutines than GOMAXPROCS, Record raises GOMAXPROCS
+// (to at least 8) for the run, process-wide. If ctx ends first, Record
 // returns ErrTimeout joined with ctx's error; the stuck goroutines are left
 // behind, since nothing can stop them.
 func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, error) {
-	return RecordWith(ctx, s, newBudget, nil)
-}
-
-// RecordWith is Record with advance, if not nil, moving time instead of the
-// ManualClock's Advance: for a budget that reads the wall clock inside a
-// testing/synctest bubble, advance sleeps.
-func RecordWith(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget, advance func(*budget.ManualClock, time.Duration)) (History, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
@@ -216,8 +115,11 @@ func RecordWith(ctx context.Context, s Scenario, newBudget func(budget.Clock) bu
 	}
 	done := make(chan result, 1)
 	go func() {
-		h, err := record(s, newBudget, advance)
-		done <- result{h, err}
+		var r result
+		if err := harness.Catch("the recorded run", func() { r.h, r.err = record(s, newBudget) }); err != nil {
+			r.err = err
+		}
+		done <- r
 	}()
 	select {
 	case r := <-done:
@@ -227,7 +129,7 @@ func RecordWith(ctx context.Context, s Scenario, newBudget func(budget.Clock) bu
 	}
 }
 
-func record(s Scenario, newBudget func(budget.Clock) budget.Budget, advance func(*budget.ManualClock, time.Duration)) (h History, err error) {
+func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, err error) {
 	// More Ps than cores when there are more goroutines than Ps: the
 	// operating system then preempts the threads running them at arbitrary
 	// instructions, inside the budget's calls too, and a race between two
@@ -238,38 +140,25 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget, advance func
 		prev := runtime.GOMAXPROCS(max(8, n))
 		defer runtime.GOMAXPROCS(prev)
 	}
+	sub := harness.Subject[struct{}]{New: newBudget, WallClock: s.WallClock}
 	clock := new(budget.ManualClock)
-	var b budget.Budget
-	if err := recovered("building the budget", func() { b = newBudget(clock) }); err != nil {
-		return nil, err
-	}
-	if b == nil {
-		return nil, errors.New("linearizability: the factory returned a nil budget")
-	}
+	b, closeBudget := sub.Open(clock)
+	defer closeBudget()
 	var stamp atomic.Int64
 	run := func(client int, op model.Op) Operation {
 		o := Operation{Client: client, Op: op}
 		o.Call = stamp.Add(1)
-		switch {
-		case op.Op != model.Advance:
-			o.Granted = Perform(b, op)
-		case advance != nil:
-			advance(clock, op.D)
-		default:
-			clock.Advance(op.D)
+		if op.Op == model.Advance {
+			sub.Advance(clock, op.D)
+		} else {
+			o.Granted = harness.Perform(b, op)
 		}
 		o.Return = stamp.Add(1)
 		return o
 	}
-
-	if err := recovered("running the operations before the concurrent part", func() {
-		for _, op := range s.Before {
-			h = append(h, run(0, op))
-		}
-	}); err != nil {
-		return nil, err
+	for _, op := range s.Before {
+		h = append(h, run(0, op))
 	}
-
 	lists := slices.Clone(s.Goroutines)
 	if len(s.Clock) > 0 {
 		steps := make([]model.Op, len(s.Clock))
@@ -277,6 +166,15 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget, advance func
 			steps[i] = model.OpAdvance(d)
 		}
 		lists = append(lists, steps)
+	}
+	// A random delay before each goroutine's first operation: runs of one
+	// scenario then sample every relative offset of the goroutines, and a
+	// race that needs two calls to meet within nanoseconds reproduces in a
+	// few hundred runs. Small scenarios, the minimizer's, get a shorter
+	// one, so that their few calls meet more often.
+	jitter := startJitter
+	if s.Len() <= 16 {
+		jitter = startJitter / 16
 	}
 	results := make([]History, len(lists))
 	errs := make([]error, len(lists))
@@ -288,12 +186,8 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget, advance func
 			out := make(History, 0, len(ops))
 			ready.Add(1)
 			waitFor(&start)
-			// A random delay of up to a few microseconds before the first
-			// operation: runs of one scenario then sample every relative
-			// offset of the goroutines, and a race that needs two calls to
-			// meet within nanoseconds reproduces in a few hundred runs.
-			spin(rand.IntN(startJitter))
-			errs[i] = recovered(fmt.Sprintf("goroutine %d", i+1), func() {
+			spin(rand.IntN(jitter))
+			errs[i] = harness.Catch(fmt.Sprintf("goroutine %d of the recorded run", i+1), func() {
 				for j, op := range ops {
 					out = append(out, run(i+1, op))
 					if j%4 == 3 && rand.IntN(2) == 0 {
@@ -309,8 +203,10 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget, advance func
 	}
 	start.Store(true)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	for _, e := range errs {
+		if e != nil {
+			return nil, e // the first: a *harness.Fault the suite reads the cause from
+		}
 	}
 	for _, r := range results {
 		h = append(h, r...)
@@ -340,15 +236,4 @@ func spin(n int) {
 	for i := 0; i < n; i++ {
 		spinSink.Load()
 	}
-}
-
-// recovered runs f and turns a panic into an error naming what was running.
-func recovered(what string, f func()) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("linearizability: the budget panicked while %s: %v", what, p)
-		}
-	}()
-	f()
-	return nil
 }

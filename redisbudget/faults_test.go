@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
@@ -181,21 +182,25 @@ func TestLinearizableUnderFaults(t *testing.T) {
 				var hist linearizability.History
 				if seed%2 == 0 {
 					tm := seqcheck.TokenBucketTiming(netBucket)
-					sc := linearizability.Generate(rand.New(rand.NewPCG(seed+1, 5)), linearizability.GenConfig{Scale: tm.Scale, Horizon: tm.Horizon, Forward: true})
+					tm.Forward = true
+					sc := scenario(seed+1, 5, tm)
 					hist = recordNet(t, s, sc, fault, func(c redisbudget.Config) (netBudget, error) { return tokenBucketClient(netBucket, c) })
 					r := linearizability.Check(netBucket, hist, 60*time.Second)
 					verdict, explain = r.Verdict, r.Explain()
 					if verdict == linearizability.Violation {
-						linearizability.Report(t, r, linearizability.ModelSpec{TokenBucket: &netBucket}, "redisbudget.TokenBucket", fmt.Sprintf("%s-seed%d", fault, seed))
+						_, _, note := linearizability.Report(t, r, linearizability.Fixture{Name: fmt.Sprintf("%s-seed%d", fault, seed), Budget: "redisbudget.TokenBucket", Scenario: &sc})
+						explain += note
 					}
 				} else {
 					tm := seqcheck.RatioTiming(netRatio)
-					sc := linearizability.Generate(rand.New(rand.NewPCG(seed+1, 5)), linearizability.GenConfig{Scale: tm.Scale, Horizon: tm.Horizon, Forward: true})
+					tm.Forward = true
+					sc := scenario(seed+1, 5, tm)
 					hist = recordNet(t, s, sc, fault, func(c redisbudget.Config) (netBudget, error) { return ratioClient(netRatio, c) })
 					r := linearizability.Check(netRatio, hist, 60*time.Second)
 					verdict, explain = r.Verdict, r.Explain()
 					if verdict == linearizability.Violation {
-						linearizability.Report(t, r, linearizability.ModelSpec{Ratio: &netRatio}, "redisbudget.Ratio", fmt.Sprintf("%s-seed%d", fault, seed))
+						_, _, note := linearizability.Report(t, r, linearizability.Fixture{Name: fmt.Sprintf("%s-seed%d", fault, seed), Budget: "redisbudget.Ratio", Scenario: &sc})
+						explain += note
 					}
 				}
 				for _, o := range hist {
@@ -237,4 +242,11 @@ func waitHealthy(c *redis.Client) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// scenario draws the concurrent scenario of a seed: 4 goroutines of 100
+// operations, and 20 clock steps when tm has a scale.
+func scenario(seed, stream uint64, tm seqcheck.Timing) linearizability.Scenario {
+	g, c := harness.Lists(harness.Rand(rand.New(rand.NewPCG(seed, stream))), 4, 100, 20, tm)
+	return linearizability.Scenario{Goroutines: g, Clock: c}
 }

@@ -3,12 +3,12 @@ package redisbudget_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 	"github.com/retrybudget/retrybudget/redisbudget"
@@ -68,7 +68,7 @@ func TestLinearizabilityCatchesClientSideReadModifyWrite(t *testing.T) {
 	s := startServer(t)
 	m := model.TokenBucket{Capacity: 20_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
 	for seed := range uint64(50) {
-		sc := linearizability.Generate(rand.New(rand.NewPCG(seed+1, 9)), linearizability.GenConfig{})
+		sc := scenario(seed+1, 9, seqcheck.Timing{})
 		h := recordNet(t, s, sc, "none", func(c redisbudget.Config) (netBudget, error) { return clientSideBucket(m, c) })
 		r := linearizability.Check(m, h, 60*time.Second)
 		if r.Verdict == linearizability.Violation {

@@ -16,8 +16,7 @@
 // random choice comes from a generator seeded per request, and the same
 // Config gives the same numbers on every run.
 //
-// CheckAmplification turns this into a harness check: under a 100% outage,
-// the retries a budget grants must stay within what its model grants in the
-// same run. It catches a budget made per call site instead of shared, and a
-// refund that keeps the budget from draining.
+// budgettest's Amplification check turns this into a check of a budget:
+// under a 100% outage, the retries a budget grants must stay within what
+// its model grants in the same run.
 package sim

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/harness"
 )
 
 // Config describes one simulated outage.
@@ -19,7 +21,7 @@ type Config struct {
 	Rate      float64 // requests per second per client; 0 means 10
 	Attempts  int     // attempts per request, the first included; 0 means 3
 	BaseDelay time.Duration
-	MaxDelay  time.Duration // the Retrier's backoff; 0 means 50ms and 2s (seed 004's)
+	MaxDelay  time.Duration // the Retrier's backoff; 0 means 50ms and 2s (those of the article "Retry budget in TypeScript")
 	// The script: Healthy, then Outage at ErrorRate, then Recovery. Zero
 	// durations mean 20s, 60s and 20s; ErrorRate is a fraction in [0, 1].
 	Healthy, Outage, Recovery time.Duration
@@ -84,13 +86,25 @@ type Result struct {
 const grid = 1 << 20
 
 // Run simulates the outage in a testing/synctest bubble of t and returns
-// the measurements. It fails t if the simulation itself cannot run.
-func Run(t *testing.T, c Config) Result {
+// the measurements. Each client's budget is built inside the bubble and
+// closed there at the end, if it has a Close() error method. A panic in a
+// factory or a budget is returned as an error (the first one, if several);
+// it never crashes the process.
+func Run(t *testing.T, c Config) (Result, error) {
 	t.Helper()
 	c = c.withDefaults()
 	var res Result
-	synctest.Test(t, func(t *testing.T) { res = run(c) })
-	return res
+	var err error
+	if p := harness.Catch("the outage simulation", func() {
+		synctest.Test(t, func(t *testing.T) {
+			if p := harness.Catch("the outage simulation", func() { res, err = run(c) }); p != nil {
+				err = p
+			}
+		})
+	}); p != nil {
+		err = p
+	}
+	return res, err
 }
 
 type request struct {
@@ -98,7 +112,7 @@ type request struct {
 	client int
 }
 
-func run(c Config) Result {
+func run(c Config) (Result, error) {
 	start := time.Now()
 	total := c.Healthy + c.Outage + c.Recovery
 	res := Result{Config: c, Seconds: make([]Second, int(total/time.Second)+int(c.MaxDelay/time.Second)*c.Attempts+2)}
@@ -109,13 +123,17 @@ func run(c Config) Result {
 	}
 
 	budgets := make([]budget.Budget, c.Clients)
+	factory := harness.Subject[struct{}]{New: c.NewBudget}
 	for i := range budgets {
 		if c.NewBudget != nil {
-			budgets[i] = &counting{inner: c.NewBudget(budget.NewMonotonicClock()), mu: &mu, at: at}
+			b, closeBudget := factory.Open(budget.NewMonotonicClock())
+			defer closeBudget()
+			budgets[i] = &counting{inner: harness.Guarded(b), mu: &mu, at: at}
 		} else {
 			budgets[i] = &counting{inner: unlimited{}, mu: &mu, at: at}
 		}
 	}
+	var fault atomic.Pointer[error]
 	failing := func(d time.Duration, r *request, attempt int) bool {
 		if d < c.Healthy || d >= c.Healthy+c.Outage {
 			return false
@@ -124,6 +142,33 @@ func run(c Config) Result {
 		// does not depend on the order of anything else.
 		rng := rand.New(rand.NewPCG(c.Seed^uint64(r.id), uint64(attempt)))
 		return rng.Float64() < c.ErrorRate
+	}
+
+	// doRequest runs one request through its Retrier.
+	doRequest := func(r *request, retrier *budget.Retrier) {
+		attempt := 0
+		err := retrier.Do(context.Background(), func(context.Context, budget.Attempt) error {
+			attempt++
+			d, s := at()
+			mu.Lock()
+			s.Attempts++
+			if attempt == 1 {
+				s.FirstAttempts++
+			}
+			mu.Unlock()
+			if failing(d, r, attempt) {
+				return errUnavailable
+			}
+			return nil
+		})
+		_, s := at()
+		mu.Lock()
+		if err == nil {
+			s.Succeeded++
+		} else {
+			s.Failed++
+		}
+		mu.Unlock()
 	}
 
 	// Arrivals keep the configured rate on average, each on a multiple of
@@ -158,36 +203,19 @@ func run(c Config) Result {
 			},
 		}
 		wg.Go(func() {
-			attempt := 0
-			err := retrier.Do(context.Background(), func(context.Context, budget.Attempt) error {
-				attempt++
-				d, s := at()
-				mu.Lock()
-				s.Attempts++
-				if attempt == 1 {
-					s.FirstAttempts++
-				}
-				mu.Unlock()
-				if failing(d, r, attempt) {
-					return errUnavailable
-				}
-				return nil
-			})
-			_, s := at()
-			mu.Lock()
-			if err == nil {
-				s.Succeeded++
-			} else {
-				s.Failed++
+			if err := harness.Catch(fmt.Sprintf("request %d of the outage simulation", r.id), func() { doRequest(r, retrier) }); err != nil {
+				fault.CompareAndSwap(nil, &err)
 			}
-			mu.Unlock()
 		})
 		next := time.Duration(float64(id)*interval) / grid * grid
 		arrival = max(next, arrival+grid)
 	}
 	wg.Wait()
+	if err := fault.Load(); err != nil {
+		return res, *err
+	}
 	res.summarize()
-	return res
+	return res, nil
 }
 
 var errUnavailable = errors.New("503 service unavailable")

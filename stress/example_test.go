@@ -3,23 +3,27 @@ package stress_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
-	"github.com/retrybudget/retrybudget/model"
 	"github.com/retrybudget/retrybudget/stress"
 )
 
-// Hammer a budget from 64 goroutines and check the token bucket's
-// conservation invariant on the log. Run it under go test -race.
-func ExampleStress() {
-	run, err := stress.Stress(context.Background(), stress.Config{Goroutines: 64, Ops: 50}, func(budget.Clock) budget.Budget {
-		b, _ := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
-		return b
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
+// An adapter runs one call of a retry loop, configured from the check's
+// Settings, with the budget and the operation the check supplies. This one
+// is for budget.Retrier; stress.RetrierLoop returns the same. Pass it to
+// budgettest.RunLoop (or stress.CheckLoop) from a test.
+func ExampleLoop() {
+	loop := stress.Loop{
+		Name: "budget.Retrier",
+		Call: func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
+			r := &budget.Retrier{Budget: b, MaxAttempts: s.MaxAttempts, BaseDelay: s.BaseDelay, MaxDelay: s.MaxDelay, MaxElapsed: s.MaxElapsed}
+			return r.Do(ctx, func(ctx context.Context, _ budget.Attempt) error { return op(ctx) })
+		},
 	}
-	fmt.Println(run.Goroutines, "goroutines; invariant:", run.CheckTokenBucket(model.AWS()))
-	// Output: 64 goroutines; invariant: <nil>
+	calls := 0
+	err := loop.Call(context.Background(), nil, stress.Settings{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
+		func(context.Context) error { calls++; return nil })
+	fmt.Println(calls, err)
+	// Output: 1 <nil>
 }

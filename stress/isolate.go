@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/harness"
 )
 
 // childEnv tells a child process which test, loop and check it runs, as
@@ -49,7 +51,7 @@ func IsolatedLoopChecks(t *testing.T, l Loop, timeout time.Duration) map[string]
 	for _, c := range LoopChecks() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+runPattern(t.Name()), "-test.v", "-test.count=1", "-test.timeout="+timeout.String())
-		cmd.Env = append(ChildEnv(), childEnv+"="+t.Name()+"|"+l.Name+"|"+c.Name)
+		cmd.Env = append(harness.ChildEnv(), childEnv+"="+t.Name()+"|"+l.Name+"|"+c.Name)
 		start := time.Now()
 		out, _ := cmd.CombinedOutput()
 		cancel()
@@ -138,19 +140,4 @@ func parseOutcome(out, parent, check string) Outcome {
 		tail = "..." + tail[len(tail)-4000:]
 	}
 	return Outcome{Result: "crash", Output: tail}
-}
-
-// ChildEnv returns the environment for a child process of a test: this
-// process's, with the race detector told not to wait its default second at
-// exit (GORACE atexit_sleep_ms=0), which would otherwise dominate the time
-// of short children under -race.
-func ChildEnv() []string {
-	env := os.Environ()
-	for i, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "GORACE="); ok {
-			env[i] = "GORACE=" + strings.TrimSpace(v+" atexit_sleep_ms=0")
-			return env
-		}
-	}
-	return append(env, "GORACE=atexit_sleep_ms=0")
 }

@@ -79,17 +79,6 @@ func LoopChecks() []LoopCheck {
 	}
 }
 
-// RunLoopChecks runs every check on l as a subtest of t. A loop that leaks a
-// goroutine inside a testing/synctest bubble panics the process; to keep a
-// broken loop from taking the test binary down, use CheckLoop, which runs
-// the checks in a child process.
-func RunLoopChecks(t *testing.T, l Loop) {
-	t.Helper()
-	for _, c := range LoopChecks() {
-		runCheck(t, l, c)
-	}
-}
-
 // spy wraps a budget and counts what one call asks of it.
 type spy struct {
 	inner budget.Budget

@@ -12,7 +12,9 @@ var loopReps = flag.Int("loop-reps", 20, "repetitions of the loop checks on budg
 // The reference loop keeps every promise, every time.
 func TestRetrierPassesLoopChecks(t *testing.T) {
 	for range *loopReps {
-		stress.RunLoopChecks(t, stress.RetrierLoop())
+		for _, c := range stress.LoopChecks() {
+			t.Run(c.Name, func(t *testing.T) { c.Run(t, stress.RetrierLoop()) })
+		}
 		if t.Failed() {
 			break
 		}

@@ -27,25 +27,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/matrix"
 )
-
-// cell mirrors internal/mutants.Cell, the line the kill-matrix tests log.
-type cell struct {
-	Matrix   string  `json:"matrix"`
-	Impl     string  `json:"impl"`
-	Check    string  `json:"check"`
-	Verdict  string  `json:"verdict"`
-	Must     bool    `json:"must"`
-	Mutant   bool    `json:"mutant"`
-	Seconds  float64 `json:"seconds"`
-	Detail   string  `json:"detail,omitempty"`
-	Artifact string  `json:"artifact,omitempty"`
-}
-
-const cellPrefix = "budgetcheck-cell "
 
 type event struct {
 	Action string `json:"Action"`
@@ -54,10 +40,10 @@ type event struct {
 }
 
 func main() {
-	race := flag.Bool("race", false, "run the harness under the race detector (slower; the race column then counts)")
+	race := flag.Bool("race", true, "run the harness under the race detector: the Race column needs it (-race=false: faster, and that column is skipped)")
 	htmlDir := flag.String("html", "", "write the HTML rendering of every linearizability violation under `dir`")
 	jsonOut := flag.Bool("json", false, "print the results as JSON instead of tables")
-	catchRuns := flag.Int("catch-runs", 3, "times each mutant is caught, for the median time")
+	catchRuns := flag.Int("catch-runs", 3, "times each mutant must be caught by its check")
 	refReps := flag.Int("ref-reps", 20, "repetitions of every check on every reference budget")
 	flag.Parse()
 
@@ -99,20 +85,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
 		os.Exit(2)
 	}
-	cells, failures, raw := read(stdout, start)
+	cells, failures, raw := read(stdout, start, *race)
 	runErr := cmd.Wait()
 
 	if *jsonOut {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(struct {
-			Cells   []cell  `json:"cells"`
-			Failed  bool    `json:"failed"`
-			Seconds float64 `json:"seconds"`
+			Cells   []matrix.Cell `json:"cells"`
+			Failed  bool          `json:"failed"`
+			Seconds float64       `json:"seconds"`
 		}{cells, runErr != nil || len(failures) > 0, time.Since(start).Seconds()})
 	} else {
-		printMatrix(os.Stdout, "budgets", cells, *htmlDir != "")
-		printMatrix(os.Stdout, "loops", cells, *htmlDir != "")
+		printMatrix(os.Stdout, matrix.Budgets, cells, *htmlDir != "")
+		printMatrix(os.Stdout, matrix.Loops, cells, *htmlDir != "")
 		fmt.Printf("\n%d cells in %v\n", len(cells), time.Since(start).Round(time.Second))
 	}
 	if len(cells) == 0 {
@@ -134,7 +120,7 @@ func main() {
 // read collects the cells from go test -json output, reporting progress on
 // stderr, and returns them with the failures they show and the tests'
 // plain output (for when something else went wrong).
-func read(r io.Reader, start time.Time) (cells []cell, failures []string, raw string) {
+func read(r io.Reader, start time.Time, race bool) (cells []matrix.Cell, failures []string, raw string) {
 	var out bytes.Buffer
 	partial := map[string]string{} // test2json splits long lines; join them per test
 	sc := bufio.NewScanner(r)
@@ -154,14 +140,11 @@ func read(r io.Reader, start time.Time) (cells []cell, failures []string, raw st
 			}
 			delete(partial, e.Test)
 			line := strings.TrimSpace(text)
-			if _, rest, ok := strings.Cut(line, cellPrefix); ok {
-				var c cell
-				if json.Unmarshal([]byte(rest), &c) == nil {
-					cells = append(cells, c)
-					fmt.Fprintf(os.Stderr, "  %6.1fs  %-7s %-22s %-28s %s\n", time.Since(start).Seconds(), c.Matrix, c.Impl, c.Check, c.Verdict)
-					if f := judge(c); f != "" {
-						failures = append(failures, f)
-					}
+			if c, ok := matrix.Parse(line); ok {
+				cells = append(cells, c)
+				fmt.Fprintf(os.Stderr, "  %6.1fs  %-7s %-26s %-28s %s\n", time.Since(start).Seconds(), c.Matrix, c.Impl, c.Check, c.Verdict)
+				if f := judge(c, race); f != "" {
+					failures = append(failures, f)
 				}
 			}
 		case "run":
@@ -173,23 +156,22 @@ func read(r io.Reader, start time.Time) (cells []cell, failures []string, raw st
 	return cells, failures, out.String()
 }
 
-// judge says what is wrong with a cell, or "".
-func judge(c cell) string {
-	switch {
-	case !c.Mutant && c.Verdict != "pass" && c.Verdict != "skip":
-		return fmt.Sprintf("reference %s: %s check %s\n%s", c.Impl, c.Check, c.Verdict, c.Detail)
-	case c.Must && c.Verdict != "caught":
-		return fmt.Sprintf("mutant %s escaped the %s check (%s)", c.Impl, c.Check, c.Verdict)
+// judge says what is wrong with a cell, or "". Without -race a racy
+// mutant's Race cell is a skip, not an escape: only the race detector sees
+// that bug.
+func judge(c matrix.Cell, race bool) string {
+	if c.Must && c.Verdict == "skip" && !race {
+		return ""
 	}
-	return ""
+	return c.Problem()
 }
 
-func printMatrix(w io.Writer, matrix string, cells []cell, renderings bool) {
+func printMatrix(w io.Writer, name string, cells []matrix.Cell, renderings bool) {
 	var impls, checks []string
 	seenImpl, seenCheck := map[string]bool{}, map[string]bool{}
-	at := map[[2]string]cell{}
+	at := map[[2]string]matrix.Cell{}
 	for _, c := range cells {
-		if c.Matrix != matrix {
+		if c.Matrix != name {
 			continue
 		}
 		if !seenImpl[c.Impl] {
@@ -205,24 +187,20 @@ func printMatrix(w io.Writer, matrix string, cells []cell, renderings bool) {
 	if len(impls) == 0 {
 		return
 	}
-	if matrix == "budgets" {
-		sort.SliceStable(checks, func(i, j int) bool { return order(checks[i]) < order(checks[j]) })
-	}
 	width := 14
-	if matrix == "loops" {
+	if name == matrix.Loops {
 		width = 12
 	}
-	fmt.Fprintf(w, "\n%s kill matrix (* = the check that must catch the row)\n%-22s", matrix, "implementation")
+	fmt.Fprintf(w, "\n%s kill matrix, every cell through budgettest (* = the check that must catch the row)\n%-26s", name, "implementation")
 	for i, c := range checks {
-		name := c
-		if matrix == "loops" {
-			name = fmt.Sprintf("%d", i+1)
+		if name == matrix.Loops {
+			c = fmt.Sprintf("%d", i+1)
 		}
-		fmt.Fprintf(w, " %-*s", width, name)
+		fmt.Fprintf(w, " %-*s", width, c)
 	}
 	fmt.Fprintln(w)
 	for _, impl := range impls {
-		fmt.Fprintf(w, "%-22s", impl)
+		fmt.Fprintf(w, "%-26s", impl)
 		for _, ch := range checks {
 			c, ok := at[[2]string{impl, ch}]
 			s := "-"
@@ -236,7 +214,7 @@ func printMatrix(w io.Writer, matrix string, cells []cell, renderings bool) {
 		}
 		fmt.Fprintln(w)
 	}
-	if matrix == "loops" {
+	if name == matrix.Loops {
 		for i, c := range checks {
 			fmt.Fprintf(w, "  %d = %s\n", i+1, c)
 		}
@@ -248,10 +226,6 @@ func printMatrix(w io.Writer, matrix string, cells []cell, renderings bool) {
 			}
 		}
 	}
-}
-
-func order(check string) int {
-	return map[string]int{"sequential": 0, "linearizable": 1, "race": 2, "amplification": 3}[check]
 }
 
 func fmtSeconds(s float64) string {

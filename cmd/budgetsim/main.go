@@ -6,13 +6,13 @@
 //
 //	go run ./cmd/budgetsim [-plot budgetsim.svg] [-seed 1]
 //
-// The scenarios are those of sim.Scenarios: the standard one (50 clients ×
+// The scenarios are those of internal/simcases: the standard one (50 clients ×
 // 10 requests a second, the budget package's Retrier with 3 attempts and
 // full jitter from 50ms to 2s, each client with its own budget; 20s healthy,
-// 60s at 100% errors, 20s of recovery), seed 004's as far as its text
+// 60s at 100% errors, 20s of recovery), the outage of the article "Retry budget in TypeScript" as far as its
 // tells, and low traffic. The simulation runs on the virtual clock of a
 // testing/synctest bubble, which needs a *testing.T, so budgetsim runs the
-// sim package's TestBudgetsim through go test and prints what it measured.
+// TestBudgetsim of internal/simcases through go test and prints what it measured.
 // It needs the Go toolchain and a checkout of this module. The same seed
 // prints the same tables.
 package main
@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrybudget/retrybudget/internal/simcases"
 	"github.com/retrybudget/retrybudget/sim"
 )
 
@@ -54,11 +55,11 @@ func main() {
 	}
 	out.Close()
 	defer os.Remove(out.Name())
-	cmd := exec.Command("go", "test", "-count=1", "-run", "^TestBudgetsim$", "./sim",
+	cmd := exec.Command("go", "test", "-count=1", "-run", "^TestBudgetsim$", "./internal/simcases",
 		"-args", "-budgetsim.out="+out.Name(), fmt.Sprintf("-budgetsim.seed=%d", *seed))
 	cmd.Dir = root
 	if text, err := cmd.CombinedOutput(); err != nil {
-		fail(fmt.Errorf("go test ./sim: %v\n%s", err, text))
+		fail(fmt.Errorf("go test ./internal/simcases: %v\n%s", err, text))
 	}
 	data, err := os.ReadFile(out.Name())
 	if err != nil {
@@ -81,7 +82,7 @@ func main() {
 	fmt.Println("\namplification: attempts ÷ first attempts at the dependency during the outage; granted and denied: retries, during the outage")
 	if *plot != "" && len(rep.Scenarios) > 0 {
 		s := rep.Scenarios[0]
-		if err := os.WriteFile(*plot, sim.SVG(s.Names, s.Results), 0o644); err != nil {
+		if err := os.WriteFile(*plot, simcases.SVG(s.Names, s.Results), 0o644); err != nil {
 			fail(err)
 		}
 		fmt.Printf("plot of the standard scenario: %s\n", *plot)

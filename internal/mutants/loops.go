@@ -134,7 +134,7 @@ func Loops() []LoopMutant {
 	}
 	return []LoopMutant{
 		m("SleepNoSelect", "PromptReturnOnCancel",
-			"waits with time.Sleep, so a cancelled call sleeps on (seed 000's Go trap)",
+			"waits with time.Sleep, so a cancelled call sleeps on (the Go trap the article \"Retry budgets by language\" warns of)",
 			loopBugs{sleep: true}),
 		m("AttemptBeforeCtxCheck", "NoAttemptOnDoneContext",
 			"makes the first attempt without looking at ctx, so a call whose caller has gone still goes out",

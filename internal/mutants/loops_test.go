@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/retrybudget/retrybudget/internal/matrix"
 	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/stress"
 )
@@ -58,8 +59,8 @@ func TestLoopKillMatrix(t *testing.T) {
 			if c.Name == r.caughtBy || (r.caughtBy == "" && o.Result != "pass") {
 				detail = firstLines(o.Output, 12)
 			}
-			emit(t, Cell{Matrix: "loops", Impl: r.loop.Name, Check: c.Name, Verdict: verdict, Must: c.Name == r.caughtBy,
-				Mutant: r.caughtBy != "", Seconds: seconds(o.Elapsed), Detail: detail})
+			t.Log(matrix.Cell{Matrix: matrix.Loops, Impl: r.loop.Name, Check: c.Name, Verdict: verdict, Must: c.Name == r.caughtBy,
+				Mutant: r.caughtBy != "", Runs: 1, Seconds: o.Elapsed.Seconds(), Detail: detail}.Line())
 		}
 	}
 	var b strings.Builder

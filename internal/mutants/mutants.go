@@ -7,15 +7,6 @@ import (
 	"github.com/retrybudget/retrybudget/model"
 )
 
-// Check names a check of the harness.
-type Check string
-
-// The checks a mutant can be caught by.
-const (
-	Sequential   Check = "sequential"   // rapid state machine against the model
-	Linearizable Check = "linearizable" // porcupine on concurrent histories
-)
-
 // UnclampedRefund is a token bucket whose successful retries refund their
 // cost without the clamp to capacity, so a run of successful retries grows
 // the balance past Capacity and later funds more retries than the bucket can

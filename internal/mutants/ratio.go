@@ -172,8 +172,9 @@ func NewEarlyEviction(m model.Ratio, clock budget.Clock) EarlyEviction {
 // Clocks that start at zero hide it; a clock with an arbitrary origin, or
 // a slot number taken from a wall-clock time before 1970, does not.
 //
-// Bug class: a modulo that assumes a non-negative operand. Caught by
-// fuzzing (FuzzRatioWindow), which reaches negative readings.
+// Bug class: a modulo that assumes a non-negative operand. Caught by the
+// suite's Edges check (and budgettest.Fuzz, and FuzzRatioWindow), which
+// start the clock at negative readings.
 type NegativeModulo struct{ *ratio }
 
 var _ budget.Budget = NegativeModulo{}
@@ -192,8 +193,9 @@ func NewNegativeModulo(m model.Ratio, clock budget.Clock) NegativeModulo {
 // very window's counts reads as expired.
 //
 // Bug class: time arithmetic that overflows at the edge of its type (the
-// "start + window" of an expiry test). Caught by fuzzing (FuzzRatioWindow),
-// which reaches readings near math.MaxInt64.
+// "start + window" of an expiry test). Caught by the suite's Edges check
+// (and budgettest.Fuzz, and FuzzRatioWindow), which start the clock near
+// math.MaxInt64.
 type SlotStartOverflow struct{ *ratio }
 
 var _ budget.Budget = SlotStartOverflow{}

@@ -2,16 +2,18 @@ package mutants
 
 import (
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/budgettest"
 	"github.com/retrybudget/retrybudget/model"
 )
 
-// Race is the check of go test -race. A mutant caught by it has plain data
-// races, and must only run in a child process.
-const Race Check = "race"
-
-// Amplification is sim.CheckAmplification: under a 100% outage, no more
-// retries than the model grants.
-const Amplification Check = "amplification"
+// The checks of the suite, as a mutant names the one that must catch it.
+const (
+	Sequential    = budgettest.CheckSequential
+	Linearizable  = budgettest.CheckLinearizable
+	Race          = budgettest.CheckRace // go test -race; a mutant caught by it runs only in a child process
+	Amplification = budgettest.CheckAmplification
+	Edges         = budgettest.CheckEdges
+)
 
 // Refill says what a token-bucket mutant needs of its parameters.
 type Refill int
@@ -26,7 +28,7 @@ const (
 // for the family of the budget it breaks.
 type Mutant struct {
 	Name     string
-	CaughtBy Check // the check that must catch it
+	CaughtBy budgettest.Check // the check that must catch it
 
 	TokenBucket func(model.TokenBucket, budget.Clock) budget.Budget
 	Refill      Refill // for TokenBucket mutants
@@ -57,6 +59,10 @@ func Budgets() []Mutant {
 			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewNeverEvicted(m, c) }},
 		{Name: "EarlyEviction", CaughtBy: Sequential,
 			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewEarlyEviction(m, c) }},
+		{Name: "NegativeModulo", CaughtBy: Edges,
+			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewNegativeModulo(m, c) }},
+		{Name: "SlotStartOverflow", CaughtBy: Edges,
+			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewSlotStartOverflow(m, c) }},
 		{Name: "ThresholdOffByOne", CaughtBy: Sequential,
 			Throttle: func(m model.Throttle, _ budget.Clock) budget.Budget { return NewThresholdOffByOne(m) }},
 	}

@@ -66,7 +66,7 @@ func (b *CheckThenAct) Success(k budget.Kind) {
 // refill. Run it only in a child process: under -race it fails whatever test
 // runs it.
 //
-// Seen in: seed 000 names forgetting the lock as the trap of Python budgets
+// Seen in: the article "Retry budgets by language: Python, Go, and JavaScript" names forgetting the lock as the trap of Python budgets
 // under threads; in Go it is a budget written for one goroutine and then
 // shared. Caught by the race detector (go test -race) and, through lost
 // updates, by the linearizability check.
@@ -203,7 +203,7 @@ func (b *CheckThenAct) Available() float64 { return float64(b.tokens.Load()) / 1
 // full bucket, so N concurrent calls have N caps, and under an outage every
 // call retries as if no budget existed.
 //
-// Seen in: seed 000's first trap, "if every call site owns its own counter,
+// Seen in: the first trap of the article "Retry budgets by language: Python, Go, and JavaScript", "if every call site owns its own counter,
 // you don't have a budget — you have N caps that multiply"; a decorator that
 // constructs its limiter per wrapped function. Caught by the amplification
 // check.

@@ -6,41 +6,63 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/model"
 )
+
+// replayTail is how many operations before the failing one an error of
+// Replay lists.
+const replayTail = 40
 
 // Replay applies ops, one at a time, to a budget that sub.New builds on a
 // ManualClock reading start, and to sub.Model from state init (whose clock
 // must read start), and returns an error naming the first operation whose
-// answer, or balance when sub.Balance is set, differs. It recovers a panic
-// in the budget as an error. Fuzz targets use it: it is deterministic, and
-// needs no rapid.
+// answer, or balance (see Check), differs. A panic in the budget is
+// returned as the *harness.Fault it raised. The budget is closed at the
+// end. Replay is deterministic and needs no rapid; its work is linear in
+// len(ops), and it builds no description of the history unless it fails.
 func Replay[S any](sub Subject[S], init S, start time.Duration, ops []model.Op) (err error) {
-	clock := new(budget.ManualClock)
-	clock.Set(start)
-	var history []string
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("the budget panicked: %v\nhistory:\n  %s", p, strings.Join(history, "\n  "))
+			f, ok := p.(*harness.Fault)
+			if !ok {
+				panic(p)
+			}
+			err = f
 		}
 	}()
-	b := sub.New(clock)
+	clock := new(budget.ManualClock)
+	clock.Set(start)
+	b, closeBudget := sub.Open(clock)
+	defer closeBudget()
+	balance := sub.Balance(b)
 	state := init
-	av, hasBalance := b.(interface{ Available() float64 })
-	for _, op := range ops {
-		before := sub.Model.DescribeState(state)
+	answers := make([]bool, 0, len(ops))
+	history := func(upto int) string {
+		var lines []string
+		from := max(0, upto-replayTail)
+		if from > 0 {
+			lines = append(lines, fmt.Sprintf("... %d operations before", from))
+		}
+		for i := from; i <= upto && i < len(answers); i++ {
+			lines = append(lines, model.Describe(ops[i], answers[i]))
+		}
+		return strings.Join(lines, "\n  ")
+	}
+	for i, op := range ops {
+		before := state
 		var want bool
 		state, want = sub.Model.Step(state, op)
-		got := sub.apply(b, clock, op)
-		history = append(history, model.Describe(op, got))
+		got := apply(sub, b, clock, op)
+		answers = append(answers, got)
 		if got != want {
-			return fmt.Errorf("%v = %v, want %v (model state before: %s)\nhistory:\n  %s",
-				op, verdict(got), verdict(want), before, strings.Join(history, "\n  "))
+			return fmt.Errorf("operation %d: %v = %v, want %v (model state before: %s)\nhistory:\n  %s",
+				i+1, op, verdict(got), verdict(want), sub.Model.DescribeState(before), history(i))
 		}
-		if sub.Balance != nil && hasBalance {
-			if g, w := av.Available(), float64(sub.Balance(state))/1000; g != w {
-				return fmt.Errorf("after %v: Available() = %v, want %v (model state: %s)\nhistory:\n  %s",
-					op, g, w, sub.Model.DescribeState(state), strings.Join(history, "\n  "))
+		if balance != nil {
+			if g, w := b.(interface{ Available() float64 }).Available(), float64(balance(state))/1000; g != w {
+				return fmt.Errorf("after operation %d, %v: Available() = %v, want %v (model state: %s)\nhistory:\n  %s",
+					i+1, op, g, w, sub.Model.DescribeState(state), history(i))
 			}
 		}
 	}

@@ -14,141 +14,69 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/retrybudget/retrybudget/budget"
-	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/model"
 )
 
-// Timing tells the operation generator what durations matter to a budget.
-type Timing struct {
-	// Scale is the duration around which behaviour changes: a slot width,
-	// or the time a refill takes to pay for one retry. Zero means the
-	// budget ignores time, and no Advance operations are generated.
-	Scale time.Duration
-	// Horizon is the longest duration that still matters: a window, or the
-	// time to refill an empty bucket. Zero means 100 × Scale.
-	Horizon time.Duration
-	// Forward draws no backward clock steps and no jumps of centuries:
-	// for budgets on the wall clock of a testing/synctest bubble, whose
-	// time cannot go back and whose timers overflow past 2262.
-	Forward bool
-}
-
-// Op draws one operation. With a zero Timing it draws no Advance.
-func Op(t *rapid.T, tm Timing) model.Op {
-	kinds := []model.OpKind{model.Request, model.Retry, model.Retry, model.Success}
-	if tm.Scale > 0 {
-		kinds = append(kinds, model.Advance)
-	}
-	switch rapid.SampledFrom(kinds).Draw(t, "op") {
-	case model.Request:
-		return model.OpRequest
-	case model.Retry:
-		return model.OpRetry(drawKind(t))
-	case model.Success:
-		return model.OpSuccess(drawKind(t))
-	}
-	return model.OpAdvance(Duration(t, tm))
-}
-
-// drawKind draws mostly retry kinds, sometimes FirstAttempt, and rarely a
-// kind that no caller should pass.
-func drawKind(t *rapid.T) model.Kind {
-	return rapid.SampledFrom([]model.Kind{
-		model.FirstAttempt, model.Transient, model.Transient, model.Throttled, model.Throttled, model.Kind(7),
-	}).Draw(t, "kind")
-}
-
-// Duration draws a clock step: nothing, a fraction of the scale, about one
-// scale, up to the horizon, far past it, or backwards.
-func Duration(t *rapid.T, tm Timing) time.Duration {
-	scale := int64(tm.Scale)
-	horizon := int64(tm.Horizon)
-	if horizon <= 0 {
-		horizon = 100 * scale
-	}
-	switch rapid.IntRange(0, 9).Draw(t, "step") {
-	case 0:
-		return 0
-	case 1, 2:
-		return time.Duration(rapid.Int64Range(1, max(scale/2, 1)).Draw(t, "fraction"))
-	case 3, 4:
-		return time.Duration(rapid.Int64Range(max(scale-1, 1), scale+1).Draw(t, "scale"))
-	case 5, 6:
-		return time.Duration(rapid.Int64Range(1, horizon).Draw(t, "horizon"))
-	case 7:
-		if tm.Forward {
-			// The wall clock of a testing/synctest bubble cannot jump
-			// centuries: its timers overflow.
-			return time.Duration(rapid.Int64Range(horizon, 100*horizon).Draw(t, "far"))
-		}
-		return time.Duration(rapid.Int64Range(horizon, 1<<62).Draw(t, "far"))
-	}
-	if tm.Forward {
-		return time.Duration(rapid.Int64Range(1, horizon).Draw(t, "forward"))
-	}
-	switch {
-	default:
-		return -time.Duration(rapid.Int64Range(1, horizon).Draw(t, "back"))
-	}
-}
+// Timing says which clock steps matter; see harness.Timing.
+type Timing = harness.Timing
 
 // Stats counts the answers a check saw, so that a test can show it reached
-// both sides of every threshold. It is safe for concurrent use.
+// both sides of every threshold, and keeps the last fault (a panic in the
+// budget) any test case met. It is safe for concurrent use.
 type Stats struct {
 	Granted, Denied atomic.Int64
+	fault           atomic.Pointer[harness.Fault]
 }
 
-// A Subject couples a budget under test with the model it claims to follow.
-type Subject[S any] struct {
-	Model model.Model[S]
-	// New builds the budget on clock, which reads 0.
-	New func(clock budget.Clock) budget.Budget
-	// Timing says which clock steps matter; zero for a budget that
-	// ignores time.
-	Timing Timing
-	// Advance, if set, moves time by d instead of clock.Advance(d). A
-	// budget that reads the wall clock itself runs inside a
-	// testing/synctest bubble, and Advance sleeps there.
-	Advance func(clock *budget.ManualClock, d time.Duration)
-	// Balance, if set, returns the balance the model holds in s as of its
-	// clock's reading, in milli-tokens. The budget must then have an
-	// Available() float64 method, and the check compares the two after
-	// every operation, which catches state that has gone wrong before any
-	// answer shows it.
-	Balance func(s S) int64
-}
+// Fault returns the last fault a test case met (rapid runs the shrunk case last), or nil.
+func (s *Stats) Fault() *harness.Fault { return s.fault.Load() }
+
+// A Subject is a budget under test; see harness.Subject.
+type Subject[S any] = harness.Subject[S]
 
 // Check runs one rapid state machine: it builds the subject's budget on a
 // ManualClock reading 0, applies the same random operations to it and to the
-// model, and fails as soon as a Retry's answer (or the balance) differs.
-// Besides single operations it applies bursts of one operation repeated up
-// to 64 times, which drive a budget from full to empty within one test case,
-// and trickles: up to 64 small clock steps each followed by an operation,
-// which make fixed-point fractions add up. stats may be nil.
+// model, and fails as soon as a Retry's answer differs, or the balance,
+// when the model reports one (model.Balancer) and the budget has an
+// Available() float64 method. Besides single operations it applies bursts
+// of one operation repeated up to 64 times, which drive a budget from full
+// to empty within one test case, and trickles: up to 64 small clock steps
+// each followed by an operation, which make fixed-point fractions add up.
+// A panic in the budget fails the test case and is kept in stats, which
+// may be nil. The budget is closed at the end of each test case.
 func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 	clock := new(budget.ManualClock)
-	b := sub.New(clock)
+	b, closeBudget := sub.Open(clock)
+	defer closeBudget()
 	m := sub.Model
 	state := m.Init()
+	balance := sub.Balance(b)
 	var history []string
 	fail := func(t *rapid.T, format string, args ...any) {
 		t.Fatalf(format+"\nhistory:\n  %s", append(args, strings.Join(history, "\n  "))...)
+	}
+	apply := func(t *rapid.T, op model.Op) (got bool) {
+		if err := harness.Catch("the sequential check", func() { got = apply(sub, b, clock, op) }); err != nil {
+			if f, ok := err.(*harness.Fault); ok && stats != nil {
+				stats.fault.Store(f) // the last: rapid ends on the shrunk case
+			}
+			history = append(history, op.String()+" -> panicked")
+			fail(t, "%v", err)
+		}
+		return got
 	}
 	step := func(t *rapid.T, op model.Op) {
 		var want bool
 		before := m.DescribeState(state)
 		state, want = m.Step(state, op)
-		got := sub.apply(b, clock, op)
+		got := apply(t, op)
 		history = append(history, model.Describe(op, got))
 		if got != want {
 			fail(t, "%v = %v, want %v (model state before: %s)", op, verdict(got), verdict(want), before)
 		}
-		if sub.Balance != nil {
-			av, ok := b.(interface{ Available() float64 })
-			if !ok {
-				t.Fatalf("%T has no Available() float64 method, and the subject compares balances", b)
-			}
-			got, want := av.Available(), float64(sub.Balance(state))/1000
+		if balance != nil {
+			got, want := b.(interface{ Available() float64 }).Available(), float64(balance(state))/1000
 			if got != want {
 				fail(t, "after %v: Available() = %v, want %v (model state: %s)", op, got, want, m.DescribeState(state))
 			}
@@ -164,10 +92,10 @@ func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 	t.Repeat(map[string]func(*rapid.T){
 		"": func(t *rapid.T) {},
 		"step": func(t *rapid.T) {
-			step(t, Op(t, sub.Timing))
+			step(t, harness.Op(harness.Rapid(t), sub.Timing))
 		},
 		"burst": func(t *rapid.T) {
-			op := Op(t, sub.Timing)
+			op := harness.Op(harness.Rapid(t), sub.Timing)
 			n := rapid.IntRange(2, 64).Draw(t, "times")
 			for range n {
 				step(t, op)
@@ -178,7 +106,7 @@ func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 				t.Skip("the budget ignores time")
 			}
 			d := time.Duration(rapid.Int64Range(1, max(int64(sub.Timing.Scale)/3, 1)).Draw(t, "tick"))
-			op := Op(t, Timing{})
+			op := harness.Call(harness.Rapid(t))
 			n := rapid.IntRange(2, 64).Draw(t, "times")
 			for range n {
 				step(t, model.OpAdvance(d))
@@ -188,21 +116,12 @@ func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 	})
 }
 
-func (sub Subject[S]) apply(b budget.Budget, clock *budget.ManualClock, op model.Op) bool {
-	if op.Op == model.Advance && sub.Advance != nil {
+func apply[S any](sub Subject[S], b budget.Budget, clock *budget.ManualClock, op model.Op) bool {
+	if op.Op == model.Advance {
 		sub.Advance(clock, op.D)
 		return false
 	}
-	return Apply(b, clock, op)
-}
-
-// Apply performs op on b and its clock and returns Retry's answer.
-func Apply(b budget.Budget, clock *budget.ManualClock, op model.Op) bool {
-	if op.Op == model.Advance {
-		clock.Advance(op.D)
-		return false
-	}
-	return linearizability.Perform(b, op)
+	return harness.Perform(b, op)
 }
 
 func verdict(granted bool) string {

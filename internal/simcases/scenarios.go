@@ -1,9 +1,12 @@
-package sim
+// Package simcases holds the outage scenarios and contenders that
+// cmd/budgetsim runs, and its plot.
+package simcases
 
 import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/sim"
 )
 
 // A Contender is a budget the standard scenarios compare.
@@ -37,21 +40,21 @@ func Contenders() []Contender {
 // A Scenario is a named Config that budgetsim runs for every Contender.
 type Scenario struct {
 	Name   string
-	Config Config
+	Config sim.Config
 }
 
 // Scenarios returns the scenarios budgetsim runs, with the given seed: the
 // standard one (50 clients × 10 req/s, 3 attempts, 20s healthy, 60s at 100%
-// errors, 20s recovery), seed 004's as far as its text tells (the same at
+// errors, 20s recovery), the outage of the article "Retry budget in TypeScript" as far as its text tells (the same at
 // 68% errors, which gives its 2.12x without a budget), and low traffic,
 // where the ratio's floor binds (1 req/s per client).
 func Scenarios(seed uint64) []Scenario {
 	return []Scenario{
 		{"standard: 50 clients × 10 req/s, 3 attempts; 20s healthy, 60s at 100% errors, 20s recovery",
-			Config{ErrorRate: 1, Seed: seed}},
-		{"seed 004's, as far as its text tells: the same at 68% errors",
-			Config{ErrorRate: 0.68, Seed: seed}},
+			sim.Config{ErrorRate: 1, Seed: seed}},
+		{`"Retry budget in TypeScript", as far as its text tells: the same at 68% errors`,
+			sim.Config{ErrorRate: 0.68, Seed: seed}},
 		{"low traffic, where the ratio's floor binds: 50 clients × 1 req/s, 100% errors",
-			Config{Rate: 1, ErrorRate: 1, Seed: seed, Outage: 60 * time.Second}},
+			sim.Config{Rate: 1, ErrorRate: 1, Seed: seed, Outage: 60 * time.Second}},
 	}
 }

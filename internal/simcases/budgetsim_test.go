@@ -1,4 +1,4 @@
-package sim_test
+package simcases_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/retrybudget/retrybudget/internal/simcases"
 	"github.com/retrybudget/retrybudget/sim"
 )
 
@@ -33,12 +34,15 @@ func TestBudgetsim(t *testing.T) {
 		t.Skip("run by cmd/budgetsim")
 	}
 	var rep Report
-	for _, s := range sim.Scenarios(*budgetsimSeed) {
+	for _, s := range simcases.Scenarios(*budgetsimSeed) {
 		sr := ScenarioReport{Name: s.Name}
-		for _, c := range sim.Contenders() {
+		for _, c := range simcases.Contenders() {
 			cfg := s.Config
 			cfg.NewBudget = c.NewBudget
-			r := sim.Run(t, cfg)
+			r, err := sim.Run(t, cfg)
+			if err != nil {
+				t.Fatalf("%s, %s: %v", s.Name, c.Name, err)
+			}
 			r.Config.NewBudget = nil
 			sr.Names = append(sr.Names, c.Name)
 			sr.Results = append(sr.Results, r)

@@ -1,4 +1,4 @@
-package stress
+package stressrun
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ type Violation struct {
 }
 
 func (v *Violation) Error() string {
-	return fmt.Sprintf("stress: %s\n  broken at %v (phase %d): %s, but at most %s", v.Rule, v.At.Operation, v.At.Phase, v.Got, v.Bound)
+	return fmt.Sprintf("%s\n  broken at %v (phase %d): %s, but at most %s", v.Rule, v.At.Operation, v.At.Phase, v.Got, v.Bound)
 }
 
 // sweep calls grant for every granted retry among entries (sorted by call
@@ -231,4 +231,19 @@ func (r *Run) CheckThrottle(m model.Throttle) error {
 
 func milli(m int64) string {
 	return fmt.Sprintf("%g", float64(m)/1000)
+}
+
+// Check checks the run against the conservation invariant of m's family,
+// for the three models of the model package. For any other model it
+// returns false: there is no invariant to check.
+func (r *Run) Check(m any) (checked bool, err error) {
+	switch m := m.(type) {
+	case model.TokenBucket:
+		return true, r.CheckTokenBucket(m)
+	case model.Ratio:
+		return true, r.CheckRatio(m)
+	case model.Throttle:
+		return true, r.CheckThrottle(m)
+	}
+	return false, nil
 }

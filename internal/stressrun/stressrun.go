@@ -1,8 +1,9 @@
-package stress
+// Package stressrun hammers a budget from many goroutines at once and checks
+// the log against its family's conservation invariant: the Race and
+// Invariant checks of the suite.
+package stressrun
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -12,7 +13,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
-	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/model"
 )
 
@@ -28,7 +29,7 @@ type Config struct {
 	// the clock at 0 throughout.
 	ClockStep time.Duration
 	// Timeout bounds the whole run; a run still going then is reported
-	// as a deadlock. Zero means 60s.
+	// as stuck. Zero means 60s.
 	Timeout time.Duration
 	// Seed chooses the operations.
 	Seed uint64
@@ -55,7 +56,7 @@ var phases = []phaseKind{drain, paired, drain, mixed, drain, mixed, drain, mixed
 
 // An Entry is one recorded call.
 type Entry struct {
-	linearizability.Operation
+	model.Operation
 	Phase int
 }
 
@@ -77,14 +78,12 @@ type Balancer interface {
 	Available() float64
 }
 
-// ErrDeadlock is returned when a run does not finish within its timeout.
-var ErrDeadlock = errors.New("stress: the run did not finish; the budget deadlocked or livelocked")
-
-// Stress runs the phases on a budget built by newBudget on a ManualClock
-// reading 0, and returns the log. If the run does not finish within the
-// timeout it returns ErrDeadlock with the stacks of the stuck goroutines;
-// they are left behind, since nothing can stop them.
-func Stress(ctx context.Context, c Config, newBudget func(budget.Clock) budget.Budget) (*Run, error) {
+// Stress runs the phases on a budget that sub builds on a ManualClock
+// reading 0, closes it, and returns the log. A panic in the factory or the
+// budget is returned as a *harness.Fault; a run that does not finish within
+// c.Timeout returns a Stuck Fault with every goroutine's stack, and its
+// goroutines are left behind, since nothing can stop them.
+func Stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 	prev := runtime.GOMAXPROCS(0)
 	if prev < 8 {
 		runtime.GOMAXPROCS(8)
@@ -96,45 +95,23 @@ func Stress(ctx context.Context, c Config, newBudget func(budget.Clock) budget.B
 	if c.Ops <= 0 {
 		c.Ops = 200
 	}
-	if c.Timeout <= 0 {
-		c.Timeout = 60 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
-	defer cancel()
-	type result struct {
-		run *Run
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := stress(c, newBudget)
-		done <- result{r, err}
-	}()
-	select {
-	case r := <-done:
-		return r.run, r.err
-	case <-ctx.Done():
-		buf := make([]byte, 16<<10) // the first 16 KiB of stacks name the stuck calls
-		buf = buf[:runtime.Stack(buf, true)]
-		return nil, fmt.Errorf("%w after %v (%w)\ngoroutines:\n%s", ErrDeadlock, c.Timeout, ctx.Err(), buf)
-	}
+	var run *Run
+	err := harness.Guard("the stress run", c.Timeout, func() error {
+		var err error
+		run, err = stress(c, sub)
+		return err
+	})
+	return run, err
 }
 
-func stress(c Config, newBudget func(budget.Clock) budget.Budget) (run *Run, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("stress: the budget panicked: %v", p)
-		}
-	}()
+func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 	clock := new(budget.ManualClock)
-	b := newBudget(clock)
-	if b == nil {
-		return nil, errors.New("stress: the factory returned a nil budget")
-	}
-	run = &Run{Goroutines: c.Goroutines}
+	b, closeBudget := sub.Open(clock)
+	defer closeBudget()
+	run := &Run{Goroutines: c.Goroutines}
 	var stamp atomic.Int64
 	logs := make([][]Entry, c.Goroutines)
-	panics := make([]any, c.Goroutines)
+	faults := make([]error, c.Goroutines)
 	for p, kind := range phases {
 		if p > 0 {
 			clock.Advance(c.ClockStep)
@@ -149,12 +126,7 @@ func stress(c Config, newBudget func(budget.Clock) budget.Budget) (run *Run, err
 		for g := range c.Goroutines {
 			ready.Add(1)
 			wg.Go(func() {
-				defer func() {
-					if r := recover(); r != nil {
-						panics[g] = r
-					}
-				}()
-				rng := rand.New(rand.NewPCG(c.Seed, uint64(p*1_000_000+g)))
+				rng := harness.Rand(rand.New(rand.NewPCG(c.Seed, uint64(p*1_000_000+g))))
 				ops := make([]model.Op, c.Ops)
 				for i := range ops {
 					ops[i] = drawOp(rng, kind)
@@ -162,29 +134,31 @@ func stress(c Config, newBudget func(budget.Clock) budget.Budget) (run *Run, err
 				ready.Done()
 				<-start
 				call := func(op model.Op) bool {
-					e := Entry{Operation: linearizability.Operation{Client: g + 1, Op: op}, Phase: p}
+					e := Entry{Operation: model.Operation{Client: g + 1, Op: op}, Phase: p}
 					e.Call = stamp.Add(1)
-					e.Granted = linearizability.Perform(b, op)
+					e.Granted = harness.Perform(b, op)
 					e.Return = stamp.Add(1)
 					logs[g] = append(logs[g], e)
 					return e.Granted
 				}
-				for i, op := range ops {
-					if call(op) && kind == paired {
-						call(model.OpSuccess(op.Kind))
+				faults[g] = harness.Catch(fmt.Sprintf("goroutine %d of the stress run", g+1), func() {
+					for i, op := range ops {
+						if call(op) && kind == paired {
+							call(model.OpSuccess(op.Kind))
+						}
+						if i%3 == 0 && rng.IntN(2, "") == 0 {
+							runtime.Gosched()
+						}
 					}
-					if i%3 == 0 && rng.IntN(2) == 0 {
-						runtime.Gosched()
-					}
-				}
+				})
 			})
 		}
 		ready.Wait()
 		close(start)
 		wg.Wait()
-		for g, p := range panics {
-			if p != nil {
-				return nil, fmt.Errorf("stress: the budget panicked in goroutine %d: %v", g+1, p)
+		for _, f := range faults {
+			if f != nil {
+				return nil, f
 			}
 		}
 	}
@@ -198,21 +172,11 @@ func stress(c Config, newBudget func(budget.Clock) budget.Budget) (run *Run, err
 	return run, nil
 }
 
-func drawOp(r *rand.Rand, phase phaseKind) model.Op {
-	kind := model.Transient
-	if r.IntN(2) == 0 {
-		kind = model.Throttled
-	}
+// drawOp draws one operation of a phase: a retry in a drain or paired
+// phase, any call in a mixed one.
+func drawOp(src harness.Source, phase phaseKind) model.Op {
 	if phase != mixed {
-		return model.OpRetry(kind)
+		return model.OpRetry(harness.RetryKind(src))
 	}
-	switch x := r.IntN(10); {
-	case x < 2:
-		return model.OpRequest
-	case x < 6:
-		return model.OpRetry(kind)
-	case x < 9:
-		return model.OpSuccess(kind)
-	}
-	return model.OpSuccess(model.FirstAttempt)
+	return harness.Call(src)
 }

@@ -1,5 +1,5 @@
 //go:build race
 
-package stress_test
+package mutants_test
 
 const raceEnabled = true

@@ -1,16 +1,18 @@
-package sim
+package simcases
 
 import (
 	"bytes"
 	"fmt"
 	"html"
 	"time"
+
+	"github.com/retrybudget/retrybudget/sim"
 )
 
 // SVG plots attempts per second over time, one line per result, with the
 // outage shaded. It is written by hand: a few dozen lines of SVG are smaller
 // and clearer than a plotting library and its dependencies.
-func SVG(names []string, results []Result) []byte {
+func SVG(names []string, results []sim.Result) []byte {
 	const w, h, left, right, top, bottom = 1000, 420, 60, 300, 30, 40
 	colors := []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"}
 	var b bytes.Buffer

@@ -1,21 +1,19 @@
-package stress_test
+package stressrun_test
 
 import (
-	"context"
 	"errors"
 	"flag"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
+	"github.com/retrybudget/retrybudget/internal/stressrun"
 	"github.com/retrybudget/retrybudget/model"
-	"github.com/retrybudget/retrybudget/stress"
 )
 
 // Budgets small enough that 64 goroutines meet at their boundaries.
@@ -28,9 +26,13 @@ var (
 
 const goroutines = 64
 
-func run(t *testing.T, seed uint64, step time.Duration, newBudget func(budget.Clock) budget.Budget) *stress.Run {
+func subject(newBudget func(budget.Clock) budget.Budget) harness.Subject[struct{}] {
+	return harness.Subject[struct{}]{Name: "test", New: newBudget}
+}
+
+func run(t *testing.T, seed uint64, step time.Duration, newBudget func(budget.Clock) budget.Budget) *stressrun.Run {
 	t.Helper()
-	r, err := stress.Stress(context.Background(), stress.Config{Goroutines: goroutines, Ops: 50, ClockStep: step, Seed: seed}, newBudget)
+	r, err := stressrun.Stress(stressrun.Config{Goroutines: goroutines, Ops: 50, ClockStep: step, Seed: seed}, subject(newBudget))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func TestReferenceBudgetsHoldTheirInvariants(t *testing.T) {
 
 // catch runs stress on a mutant until an invariant breaks, for at most n
 // runs, and returns the violation.
-func catch(t *testing.T, n int, newBudget func(budget.Clock) budget.Budget, check func(*stress.Run) error) error {
+func catch(t *testing.T, n int, newBudget func(budget.Clock) budget.Budget, check func(*stressrun.Run) error) error {
 	t.Helper()
 	start := time.Now()
 	for seed := range uint64(n) {
@@ -77,8 +79,8 @@ func catch(t *testing.T, n int, newBudget func(budget.Clock) budget.Budget, chec
 func TestInvariantCatchesCheckThenAct(t *testing.T) {
 	tight := model.TokenBucket{Capacity: 3_000, TransientCost: 1_000, ThrottledCost: 1_000}
 	err := catch(t, 300, func(budget.Clock) budget.Budget { return mutants.NewCheckThenAct(tight) },
-		func(r *stress.Run) error { return r.CheckTokenBucket(tight) })
-	var v *stress.Violation
+		func(r *stressrun.Run) error { return r.CheckTokenBucket(tight) })
+	var v *stressrun.Violation
 	if err != nil && !errors.As(err, &v) {
 		t.Errorf("error %v is not a *Violation", err)
 	}
@@ -86,43 +88,12 @@ func TestInvariantCatchesCheckThenAct(t *testing.T) {
 
 func TestInvariantCatchesThresholdOffByOne(t *testing.T) {
 	catch(t, 5, func(budget.Clock) budget.Budget { return mutants.NewThresholdOffByOne(throttle) },
-		func(r *stress.Run) error { return r.CheckThrottle(throttle) })
+		func(r *stressrun.Run) error { return r.CheckThrottle(throttle) })
 }
 
 func TestInvariantCatchesFloorAdded(t *testing.T) {
 	catch(t, 5, func(c budget.Clock) budget.Budget { return mutants.NewFloorAdded(window, c) },
-		func(r *stress.Run) error { return r.CheckRatio(window) })
-}
-
-// The missing-lock mutant runs in a child process, where the race detector
-// (in a -race build) or the invariant can fail it without failing this test.
-func TestMissingLockChild(t *testing.T) {
-	if os.Getenv("RETRYBUDGET_STRESS_CHILD") != "missinglock" {
-		t.Skip("runs only as a child of TestRaceDetectorCatchesMissingLock")
-	}
-	tight := model.TokenBucket{Capacity: 3_000, TransientCost: 1_000, ThrottledCost: 1_000}
-	for seed := range uint64(20) {
-		if err := run(t, seed, 0, func(budget.Clock) budget.Budget { return mutants.NewMissingLock(tight) }).CheckTokenBucket(tight); err != nil {
-			t.Fatalf("invariant: %v", err)
-		}
-	}
-}
-
-func TestRaceDetectorCatchesMissingLock(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMissingLockChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(stress.ChildEnv(), "RETRYBUDGET_STRESS_CHILD=missinglock")
-	out, err := cmd.CombinedOutput()
-	text := string(out)
-	switch {
-	case strings.Contains(text, "WARNING: DATA RACE"):
-		t.Log("the race detector reported the missing lock")
-	case !raceEnabled && err != nil && strings.Contains(text, "stress: token bucket"):
-		t.Log("built without -race: the invariant caught a lost update instead; run with -race to see the detector")
-	case !raceEnabled:
-		t.Skip("built without -race, and no lost update showed; run with -race")
-	default:
-		t.Errorf("the missing-lock mutant escaped -race (exit %v):\n%s", err, text)
-	}
+		func(r *stressrun.Run) error { return r.CheckRatio(window) })
 }
 
 // deadlocked is a budget whose Retry never returns once two goroutines meet
@@ -138,18 +109,20 @@ func (d *deadlocked) Retry(budget.Kind) bool {
 func (d *deadlocked) Success(budget.Kind) {}
 
 func TestWatchdogReportsADeadlock(t *testing.T) {
-	_, err := stress.Stress(context.Background(), stress.Config{Goroutines: 4, Ops: 10, Timeout: 500 * time.Millisecond},
-		func(budget.Clock) budget.Budget { return &deadlocked{} })
-	if !errors.Is(err, stress.ErrDeadlock) || !strings.Contains(err.Error(), "(*deadlocked).Retry") {
-		t.Fatalf("Stress on a deadlocking budget = %v, want ErrDeadlock naming the stuck call", err)
+	_, err := stressrun.Stress(stressrun.Config{Goroutines: 4, Ops: 10, Timeout: 500 * time.Millisecond},
+		subject(func(budget.Clock) budget.Budget { return &deadlocked{} }))
+	var f *harness.Fault
+	if !errors.As(err, &f) || f.Cause != harness.Stuck || !strings.Contains(err.Error(), "(*deadlocked).Retry") {
+		t.Fatalf("Stress on a deadlocking budget = %v, want a Stuck fault naming the stuck call", err)
 	}
 }
 
 func TestPanickingBudgetIsAnError(t *testing.T) {
-	_, err := stress.Stress(context.Background(), stress.Config{Goroutines: 4, Ops: 10},
-		func(budget.Clock) budget.Budget { return panicky{} })
-	if err == nil || !strings.Contains(err.Error(), "panicked") {
-		t.Fatalf("Stress on a panicking budget = %v, want an error", err)
+	_, err := stressrun.Stress(stressrun.Config{Goroutines: 4, Ops: 10},
+		subject(func(budget.Clock) budget.Budget { return panicky{} }))
+	var f *harness.Fault
+	if !errors.As(err, &f) || f.Cause != harness.MethodPanicked || f.Method != "Retry" || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("Stress on a panicking budget = %v, want a fault naming Retry and the panic", err)
 	}
 }
 

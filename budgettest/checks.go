@@ -1,0 +1,341 @@
+package budgettest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"pgregory.net/rapid"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/seqcheck"
+	"github.com/retrybudget/retrybudget/internal/stressrun"
+	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/sim"
+)
+
+// checks maps each Check to the function that runs it. Each returns a
+// *Failure, a *harness.Fault (mapped to its rule by the caller), a skip, or
+// nil.
+func checks[S any]() map[Check]func(*testing.T, Subject[S]) error {
+	return map[Check]func(*testing.T, Subject[S]) error{
+		CheckModel:         checkModel[S],
+		CheckSequential:    checkSequential[S],
+		CheckLinearizable:  checkLinearizable[S],
+		CheckRace:          checkRace[S],
+		CheckInvariant:     checkInvariant[S],
+		CheckLeak:          checkLeak[S],
+		CheckReplay:        checkReplay[S],
+		CheckEdges:         checkEdges[S],
+		CheckAmplification: checkAmplification[S],
+	}
+}
+
+// modelSteps is how many random operations the Model check applies.
+const modelSteps = 2000
+
+func checkModel[S any](t *testing.T, sub Subject[S]) error {
+	m := sub.Model
+	name := sub.name()
+	err := harness.Guard("the model check", sub.Watchdog, func() error {
+		src := harness.Rand(rand.New(rand.NewPCG(1, 2)))
+		a, b := m.Init(), m.Init()
+		if !m.Equal(a, b) || m.Hash(a) != m.Hash(b) {
+			return fail(ruleModel, "%s: two calls of Init give different states: %s and %s", name, m.DescribeState(a), m.DescribeState(b))
+		}
+		for i := range modelSteps {
+			op := harness.Op(src, sub.harness(t).Timing)
+			a2, ga := m.Step(a, op)
+			b2, gb := m.Step(b, op)
+			if ga != gb || !m.Equal(a2, b2) || m.Hash(a2) != m.Hash(b2) {
+				return fail(ruleModel, "%s: step %d, %v from state %s gave %s (%v) once and %s (%v) the next time",
+					name, i+1, op, m.DescribeState(a), m.DescribeState(a2), ga, m.DescribeState(b2), gb)
+			}
+			a, b = a2, b2
+		}
+		return nil
+	})
+	var h *harness.Fault
+	if errors.As(err, &h) && h.Cause == harness.Panicked {
+		return fail(ruleModel, "%s: the model panicked: %v\n%s", name, h.Value, h.Stack)
+	}
+	return err
+}
+
+func checkSequential[S any](t *testing.T, sub Subject[S]) error {
+	hs := sub.harness(t)
+	var report string
+	var failed bool
+	var stats seqcheck.Stats
+	err := hs.Guard("the sequential check", func() error {
+		return hs.InBubble(t, "the sequential check", func(t *testing.T) error {
+			hs := sub.harness(t)
+			report, failed = seqcheck.FalsifyHere(t, func(rt *rapid.T) { seqcheck.Check(rt, hs, &stats) })
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if f := stats.Fault(); f != nil {
+		ff := sub.failure(f)
+		if i := strings.LastIndex(report, "history:\n"); i >= 0 {
+			ff.Detail += "\nrapid's shrunk sequence, " + strings.TrimRight(report[i:], "\n")
+		}
+		return ff
+	}
+	if failed {
+		return fail(ruleSequential, "%s: rapid's shrunk counterexample:\n%s", sub.name(), report)
+	}
+	return nil
+}
+
+// Scenario sizes of the Linearizable check.
+const (
+	linGoroutines = 4
+	linOps        = 100
+	linClockSteps = 20
+	linTimeout    = 30 * time.Second
+)
+
+// scenario draws the concurrent scenario of one seed.
+func (sub Subject[S]) scenario(seed uint64) linearizability.Scenario {
+	src := harness.Rand(rand.New(rand.NewPCG(seed, 0)))
+	g, c := harness.Lists(src, linGoroutines, linOps, linClockSteps, harness.Timing{Scale: sub.Scale, Horizon: sub.Horizon, Forward: sub.WallClock})
+	return linearizability.Scenario{Goroutines: g, Clock: c, WallClock: sub.WallClock}
+}
+
+// trial records s once on a budget of sub, in a bubble for a wall-clock
+// subject, and checks the history.
+func (sub Subject[S]) trial(t *testing.T, s linearizability.Scenario) (linearizability.Result[S], error) {
+	var res linearizability.Result[S]
+	hs := sub.harness(t)
+	err := hs.InBubble(t, "a recorded run", func(t *testing.T) error {
+		h, err := linearizability.Record(context.Background(), s, sub.harness(t).New)
+		if err != nil {
+			return err
+		}
+		res = linearizability.Check(sub.Model, h, linTimeout)
+		return nil
+	})
+	return res, err
+}
+
+func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
+	n := sub.Scenarios
+	if n <= 0 {
+		n = 50
+	}
+	var viol *linearizability.Result[S]
+	var failing linearizability.Scenario
+	var seed uint64
+	err := sub.harness(t).Guard("the linearizability check", func() error {
+		for seed = 1; seed <= uint64(n); seed++ {
+			s := sub.scenario(seed)
+			res, err := sub.trial(t, s)
+			if err != nil {
+				return err
+			}
+			switch res.Verdict {
+			case linearizability.Inconclusive:
+				return fail(ruleConclusive, "%s: scenario %d: %s", sub.name(), seed, res.Explain())
+			case linearizability.Violation:
+				viol, failing = &res, s
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil || viol == nil {
+		return err
+	}
+	return sub.explainViolation(t, failing, *viol, seed)
+}
+
+// MinimizeWithin bounds the time the Linearizable check spends narrowing
+// and minimizing a violation.
+const minimizeWithin = 5 * time.Second
+
+// explainViolation narrows and minimizes the failing scenario, saves it, and
+// builds the one Failure that explains it.
+func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario, res linearizability.Result[S], seed uint64) error {
+	start := time.Now()
+	fails := func(c linearizability.Scenario) (linearizability.Result[S], bool) {
+		r, err := sub.trial(t, c)
+		return r, err == nil && r.Verdict == linearizability.Violation
+	}
+	from, best, witness := s.Len(), s, res
+	if focus, ok := linearizability.Focus(res, s); ok {
+		// The narrowed scenario is small, and a run of it takes
+		// microseconds: give it many tries, within a share of the time.
+		for i := 0; i < 20_000 && time.Since(start) < minimizeWithin/2; i++ {
+			if r, ok := fails(focus); ok {
+				best, witness = focus, r
+				break
+			}
+		}
+	}
+	tries := max(20, 4000/max(best.Len(), 1))
+	rep := linearizability.Minimize(best, tries, max(minimizeWithin-time.Since(start), time.Second/2), fails)
+	if rep.Witness.Verdict == linearizability.Violation {
+		best, witness = rep.To, rep.Witness
+	}
+	html, js, note := linearizability.Report(t, witness, linearizability.Fixture{
+		Name: sub.name() + "-violation", Budget: sub.name(), Rule: string(ruleLinearizable), Scenario: &best,
+	})
+	f := fail(ruleLinearizable, "%s: scenario %d failed; minimized from %d to %d operations in %v:\n%s%s%s",
+		sub.name(), seed, from, best.Len(), time.Since(start).Round(time.Millisecond), best, witness.Explain(), note)
+	f.HTMLPath, f.JSONPath = html, js
+	return f
+}
+
+// stressConfig is the shape of the Race and Invariant runs.
+func (sub Subject[S]) stressConfig(seed uint64) stressrun.Config {
+	c := stressrun.Config{Goroutines: 64, Ops: 50, Timeout: sub.Watchdog, Seed: seed}
+	if !sub.WallClock {
+		c.ClockStep = sub.Scale
+	}
+	return c
+}
+
+func checkRace[S any](t *testing.T, sub Subject[S]) error {
+	_, err := stressrun.Stress(sub.stressConfig(0), sub.harness(t))
+	return err
+}
+
+func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
+	if ok, _ := (&stressrun.Run{}).Check(sub.Model); !ok {
+		return skip(fmt.Sprintf("no conservation invariant is known for %T: the Invariant check covers the model package's models", sub.Model))
+	}
+	for seed := range uint64(3) {
+		run, err := stressrun.Stress(sub.stressConfig(seed+1), sub.harness(t))
+		if err != nil {
+			return err
+		}
+		if _, err := run.Check(sub.Model); err != nil {
+			return fail(ruleInvariant, "%s: stress run %d of 64 goroutines: %v", sub.name(), seed+1, err)
+		}
+	}
+	return nil
+}
+
+func checkLeak[S any](t *testing.T, sub Subject[S]) error {
+	hs := sub.harness(t)
+	var before goleak.Option
+	if !sub.WallClock {
+		before = goleak.IgnoreCurrent()
+	}
+	err := hs.Guard("the leak check", func() error {
+		// On the wall clock the bubble itself fails if a goroutine is left.
+		return hs.InBubble(t, "the leak check", func(t *testing.T) error {
+			b, closeBudget := sub.harness(t).Open(new(budget.ManualClock))
+			for i := range 200 {
+				harness.Perform(b, model.OpRequest)
+				k := model.Kind(1 + i%2)
+				if harness.Perform(b, model.OpRetry(k)) {
+					harness.Perform(b, model.OpSuccess(k))
+				}
+			}
+			closeBudget()
+			return nil
+		})
+	})
+	if err != nil || sub.WallClock {
+		return err
+	}
+	if err := goleak.Find(before); err != nil {
+		return fail(ruleNoLeak, "%s: after 200 calls and Close: %v", sub.name(), err)
+	}
+	return nil
+}
+
+// replays returns the edge-case sequences of the Replay check. far is the
+// longest clock jump: centuries on a ManualClock, less on the wall clock of
+// a bubble, whose timers overflow.
+func replays(scale, far time.Duration) map[string][]model.Op {
+	var drain, fractions, jumps []model.Op
+	for range 600 {
+		drain = append(drain, model.OpRetry(model.Transient), model.OpRetry(model.Throttled))
+	}
+	drain = append(drain, model.OpSuccess(model.Transient), model.OpSuccess(model.FirstAttempt), model.OpRetry(model.Throttled))
+	if scale > 0 {
+		for range 300 {
+			fractions = append(fractions, model.OpAdvance(scale/7+1), model.OpRetry(model.Transient), model.OpRequest)
+		}
+		jumps = []model.Op{model.OpRequest, model.OpRetry(model.Transient), model.OpAdvance(far), model.OpRetry(model.Transient),
+			model.OpRequest, model.OpAdvance(scale), model.OpRetry(model.Throttled), model.OpAdvance(far / 2), model.OpRetry(model.Transient)}
+	}
+	return map[string][]model.Op{"drain": drain, "fractions": fractions, "jumps": jumps}
+}
+
+func checkReplay[S any](t *testing.T, sub Subject[S]) error {
+	far := time.Duration(1 << 62)
+	if sub.WallClock {
+		far = 1000 * max(sub.Horizon, sub.Scale)
+	}
+	var errs []error
+	for _, name := range []string{"drain", "fractions", "jumps"} {
+		ops := replays(sub.Scale, far)[name]
+		if len(ops) == 0 {
+			continue
+		}
+		hs := sub.harness(t)
+		err := hs.Guard("the replay "+name, func() error {
+			return hs.InBubble(t, "the replay "+name, func(t *testing.T) error {
+				return seqcheck.Replay(sub.harness(t), sub.Model.Init(), 0, ops)
+			})
+		})
+		var h *harness.Fault
+		switch {
+		case errors.As(err, &h):
+			return err
+		case err != nil:
+			errs = append(errs, fail(ruleReplay, "%s: replay %q: %v", sub.name(), name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// amplification is the outage the Amplification check runs: 10 clients × 5
+// requests a second, 3 attempts, 5s healthy, 30s at 100% errors, 5s of
+// recovery.
+var amplification = sim.Config{Clients: 10, Rate: 5, Attempts: 3, Healthy: 5 * time.Second,
+	Outage: 30 * time.Second, Recovery: 5 * time.Second, ErrorRate: 1, Seed: 1}
+
+// checkAmplification runs the outage twice, once with each client on a
+// budget of sub and once on the model itself, stepped as a budget. Under a
+// 100% outage nothing refills a budget but time, so the model's grants are
+// the most a correct budget may grant.
+func checkAmplification[S any](t *testing.T, sub Subject[S]) error {
+	var got, want sim.Result
+	err := sub.harness(t).Guard("the amplification check", func() error {
+		c := amplification
+		c.NewBudget = func(clock budget.Clock) budget.Budget { return harness.ModelBudget(sub.Model, clock) }
+		var err error
+		if want, err = sim.Run(t, c); err != nil {
+			var h *harness.Fault
+			if errors.As(err, &h) {
+				return fail(ruleModel, "%s: the model, stepped as a budget in the outage simulation: %v", sub.name(), err)
+			}
+			return err
+		}
+		c.NewBudget = sub.harness(t).New
+		got, err = sim.Run(t, c)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if got.Granted > want.Granted {
+		return fail(ruleAmplification, "%s: under a 100%% outage the budgets granted %d retries (amplification %.3fx) where the model grants %d (%.3fx): the budget does not bound the load",
+			sub.name(), got.Granted, got.Amplification, want.Granted, want.Amplification)
+	}
+	return nil
+}

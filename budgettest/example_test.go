@@ -1,0 +1,126 @@
+package budgettest_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/stress"
+)
+
+// quota stands for your own budget: a plain retry quota with its own
+// method names.
+type quota struct {
+	mu     sync.Mutex
+	tokens int
+}
+
+func (q *quota) Acquire(n int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.tokens < n {
+		return false
+	}
+	q.tokens -= n
+	return true
+}
+
+func (q *quota) Release(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.tokens = min(q.tokens+n, 500)
+}
+
+// myAdapter maps the Budget contract onto quota as the AWS SDK spends its
+// retry quota: 14 tokens a transient retry, 5 a throttled one, the cost
+// back when the retry succeeds, 1 for a successful first attempt.
+type myAdapter struct{ q *quota }
+
+func cost(k budget.Kind) int {
+	if k == budget.Throttled {
+		return 5
+	}
+	return 14
+}
+
+func (a myAdapter) Request()                 {}
+func (a myAdapter) Retry(k budget.Kind) bool { return k.IsRetry() && a.q.Acquire(cost(k)) }
+func (a myAdapter) Success(k budget.Kind) {
+	if k.IsRetry() {
+		a.q.Release(cost(k))
+		return
+	}
+	a.q.Release(1)
+}
+
+// Put your budget through the conformance suite from a test of your own,
+// with go test -race. The subtests are the Check constants.
+func ExampleRun() {
+	_ = func(t *testing.T) { // func TestMyBudget(t *testing.T)
+		budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+			Name:  "mybudget",
+			Model: model.AWS(), // the specification it claims: 500 tokens, 14/5 per retry, +1 per success
+			New: func(t *testing.T, clock budget.Clock) budget.Budget {
+				return myAdapter{&quota{tokens: 500}}
+			},
+		})
+	}
+}
+
+// Verify returns the failures instead of failing the test, for a gate
+// that decides for itself; VerifyCheck runs one check.
+func ExampleVerify() {
+	_ = func(t *testing.T) {
+		sub := budgettest.Subject[model.TokenBucketState]{
+			Name: "mybudget", Model: model.AWS(),
+			New: func(*testing.T, budget.Clock) budget.Budget { return myAdapter{&quota{tokens: 500}} },
+		}
+		if err := budgettest.VerifyCheck(t, sub, budgettest.CheckLinearizable); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Put your retry loop through the ten loop checks, each in a child
+// process, with a small adapter: run one call of your loop, configured from
+// the check's Settings, with the budget and operation the check gives.
+// stress.RetrierLoop is the adapter of budget.Retrier.
+func ExampleRunLoop() {
+	_ = func(t *testing.T) { // func TestMyRetryLoop(t *testing.T)
+		budgettest.RunLoop(t, stress.Loop{
+			Name: "myretry",
+			Call: func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
+				r := &budget.Retrier{Budget: b, MaxAttempts: s.MaxAttempts, BaseDelay: s.BaseDelay, MaxDelay: s.MaxDelay, MaxElapsed: s.MaxElapsed}
+				return r.Do(ctx, func(ctx context.Context, _ budget.Attempt) error { return op(ctx) })
+			},
+		})
+	}
+}
+
+// Fuzz the budget from any starting instant, beyond the Edges check's
+// seeds, with go test -fuzz FuzzMyBudget.
+func ExampleFuzz() {
+	_ = func(f *testing.F) { // func FuzzMyBudget(f *testing.F)
+		budgettest.Fuzz(f, budgettest.Subject[model.TokenBucketState]{
+			Name: "mybudget", Model: model.AWS(),
+			New: func(*testing.T, budget.Clock) budget.Budget { return myAdapter{&quota{tokens: 500}} },
+		})
+	}
+}
+
+// The example adapter, put through the suite for real.
+func TestExampleAdapterConforms(t *testing.T) {
+	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+		Name: "example quota", Model: model.AWS(),
+		New: func(*testing.T, budget.Clock) budget.Budget { return myAdapter{&quota{tokens: 500}} },
+	})
+}
+
+// The Fuzz target on a reference budget; go test runs its seeds.
+func FuzzReferenceRatio(f *testing.F) {
+	budgettest.Fuzz(f, budgettest.Subject[model.RatioState]{Name: "budget.Ratio", Model: window,
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return newRatio(window, c) }, Scale: window.Window / 10, Horizon: 2 * window.Window})
+}

@@ -1,0 +1,109 @@
+package budgettest_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/model"
+)
+
+// owned is a correct token bucket whose state belongs to a goroutine of its
+// own: every call is a message to it, and Close stops it. It implements
+// the model's rule without refill, and reports its balance.
+type owned struct {
+	calls chan call
+	done  chan struct{}
+}
+
+type call struct {
+	op    model.Op
+	reply chan int64
+}
+
+func newOwned(m model.TokenBucket) *owned {
+	o := &owned{calls: make(chan call), done: make(chan struct{})}
+	go func() {
+		tokens := m.Capacity
+		cost := func(k model.Kind) int64 {
+			if k == model.Throttled {
+				return m.ThrottledCost
+			}
+			return m.TransientCost
+		}
+		for {
+			select {
+			case c := <-o.calls:
+				var out int64
+				switch c.op.Op {
+				case model.Retry:
+					if c.op.Kind.IsRetry() && tokens >= cost(c.op.Kind) {
+						tokens -= cost(c.op.Kind)
+						out = 1
+					}
+				case model.Success:
+					credit := m.SuccessBonus
+					if c.op.Kind.IsRetry() {
+						credit = cost(c.op.Kind)
+					}
+					tokens = min(tokens+credit, m.Capacity)
+				case model.Advance: // a balance query
+					out = tokens
+				}
+				c.reply <- out
+			case <-o.done:
+				return
+			}
+		}
+	}()
+	return o
+}
+
+func (o *owned) do(op model.Op) int64 {
+	r := make(chan int64, 1)
+	o.calls <- call{op, r}
+	return <-r
+}
+
+func (o *owned) Request()                 {}
+func (o *owned) Retry(k budget.Kind) bool { return o.do(model.OpRetry(model.Kind(k))) == 1 }
+func (o *owned) Success(k budget.Kind)    { o.do(model.OpSuccess(model.Kind(k))) }
+func (o *owned) Available() float64       { return float64(o.do(model.OpAdvance(0))) / 1000 }
+func (o *owned) Close() error             { close(o.done); return nil }
+
+// A correct budget that owns a goroutine passes every check: each check
+// closes it where it was built.
+func TestGoroutineOwnedBudgetConforms(t *testing.T) {
+	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+		Name: "goroutine-owned bucket", Model: bucket,
+		New: func(*testing.T, budget.Clock) budget.Budget { return newOwned(bucket) },
+	})
+}
+
+// The same on the wall clock: every check then runs in a synctest bubble,
+// which fails if the goroutine outlives it.
+func TestGoroutineOwnedBudgetConformsInBubbles(t *testing.T) {
+	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+		Name: "goroutine-owned bucket", Model: bucket, WallClock: true, Scenarios: 10,
+		New: func(*testing.T, budget.Clock) budget.Budget { return newOwned(bucket) },
+	})
+}
+
+// Without Close the goroutine outlives the check: the Leak check says so.
+func TestLeakCheckCatchesAnUnclosedGoroutine(t *testing.T) {
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{
+		Name: "never closed", Model: bucket, Watchdog: 10 * time.Second,
+		New: func(*testing.T, budget.Clock) budget.Budget { return unclosed{newOwned(bucket)} },
+	}, budgettest.CheckLeak)
+	if err == nil || !contains(err.Error(), "no goroutine the budget started outlives it") {
+		t.Fatalf("VerifyCheck(Leak) = %v, want the leak rule", err)
+	}
+}
+
+// unclosed hides its budget's Close.
+type unclosed struct{ o *owned }
+
+func (u unclosed) Request()                 { u.o.Request() }
+func (u unclosed) Retry(k budget.Kind) bool { return u.o.Retry(k) }
+func (u unclosed) Success(k budget.Kind)    { u.o.Success(k) }

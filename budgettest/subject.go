@@ -1,0 +1,135 @@
+package budgettest
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/model"
+)
+
+// maxStep is the longest Scale or Horizon a subject may give: about 52
+// days. Longer steps still reach every instant, through the jumps the
+// checks make past the horizon, and the checks' arithmetic on them stays
+// far from overflow.
+const maxStep = time.Duration(1) << 52
+
+// validate checks sub before any check runs, and returns the one Failure
+// that names the first field that is wrong.
+func (sub Subject[S]) validate() *Failure {
+	name := sub.name()
+	switch {
+	case sub.New == nil:
+		return fail(ruleSubject, "%s: Subject.New is nil: give the factory that builds the budget", name)
+	case isNil(sub.Model):
+		return fail(ruleSubject, "%s: Subject.Model is nil: give the specification the budget claims to follow", name)
+	case sub.Scale < 0:
+		return fail(ruleSubject, "%s: Subject.Scale is %v; it must be 0 (the answers do not depend on time) or positive", name, sub.Scale)
+	case sub.Horizon < 0:
+		return fail(ruleSubject, "%s: Subject.Horizon is %v; it must be 0 (100 × Scale) or positive", name, sub.Horizon)
+	case sub.Scale > maxStep:
+		return fail(ruleSubject, "%s: Subject.Scale is %v, above the %v the checks accept", name, sub.Scale, maxStep)
+	case sub.Horizon > maxStep:
+		return fail(ruleSubject, "%s: Subject.Horizon is %v, above the %v the checks accept", name, sub.Horizon, maxStep)
+	case sub.Horizon > 0 && sub.Scale == 0:
+		return fail(ruleSubject, "%s: Subject.Horizon is %v but Scale is 0, so no clock step would be made: set Scale too", name, sub.Horizon)
+	case sub.Horizon > 0 && sub.Scale > sub.Horizon:
+		return fail(ruleSubject, "%s: Subject.Scale (%v) is above Subject.Horizon (%v): the horizon is the longest step that matters, the scale a short one", name, sub.Scale, sub.Horizon)
+	case sub.Scenarios < 0:
+		return fail(ruleSubject, "%s: Subject.Scenarios is %d; it must be 0 (50) or positive", name, sub.Scenarios)
+	case sub.Watchdog < 0:
+		return fail(ruleSubject, "%s: Subject.Watchdog is %v; it must be 0 (60s) or positive", name, sub.Watchdog)
+	}
+	if v, ok := sub.Model.(model.Validator); ok {
+		var err error
+		if p := harness.Catch("the model's Validate", func() { err = v.Validate() }); p != nil {
+			return fail(rulePanic, "%s: the model's Validate panicked: %v", name, p)
+		}
+		if err != nil {
+			return fail(ruleSubject, "%s: Subject.Model (%T) is not usable: %v", name, sub.Model, err)
+		}
+	}
+	return nil
+}
+
+func isNil(m any) bool {
+	if m == nil {
+		return true
+	}
+	v := reflect.ValueOf(m)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+func (sub Subject[S]) name() string {
+	if sub.Name == "" {
+		return "the budget"
+	}
+	return sub.Name
+}
+
+// harness returns the subject as every check sees it, with a factory that
+// passes t to sub.New.
+func (sub Subject[S]) harness(t *testing.T) harness.Subject[S] {
+	return harness.Subject[S]{
+		Name:      sub.name(),
+		Model:     sub.Model,
+		New:       func(c budget.Clock) budget.Budget { return sub.New(t, c) },
+		Timing:    harness.Timing{Scale: sub.Scale, Horizon: sub.Horizon, Forward: sub.WallClock},
+		WallClock: sub.WallClock,
+		Watchdog:  sub.Watchdog,
+	}
+}
+
+// probe builds one budget, uses it once and closes it, so that a broken
+// factory is reported once, before any check.
+func (sub Subject[S]) probe(t *testing.T) *Failure {
+	hs := sub.harness(t)
+	err := hs.Guard("building the first budget", func() error {
+		return hs.InBubble(t, "building the first budget", func(t *testing.T) error {
+			b, closeBudget := sub.harness(t).Open(new(budget.ManualClock))
+			defer closeBudget()
+			harness.Perform(b, model.OpRequest)
+			return nil
+		})
+	})
+	return sub.failure(err)
+}
+
+// failure maps an error from a piece of a check to its Failure: a fault to
+// the rule of its cause, a Failure to itself.
+func (sub Subject[S]) failure(err error) *Failure {
+	if err == nil {
+		return nil
+	}
+	var f *Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	name := sub.name()
+	var h *harness.Fault
+	if !errors.As(err, &h) {
+		return fail(rulePanic, "%s: %v", name, err)
+	}
+	switch h.Cause {
+	case harness.FactoryPanicked:
+		return fail(ruleFactory, "%s: %v", name, h)
+	case harness.FactoryNil:
+		return fail(ruleFactoryNil, "%s: the factory returned a nil budget (during %s)", name, h.During)
+	case harness.FactoryExited:
+		return fail(ruleFactoryExit, "%s: the factory called t.Fatal, t.FailNow or runtime.Goexit (during %s); the suite reports it here and carries on", name, h.During)
+	case harness.MethodPanicked:
+		return fail(ruleNoPanic, "%s: %v", name, h)
+	case harness.Stuck:
+		return fail(ruleNoDeadlock, "%s: %v", name, h)
+	case harness.Leaked:
+		return fail(ruleNoLeak, "%s: %v (during %s)", name, h.Value, h.During)
+	}
+	return fail(rulePanic, "%s: %v", name, h)
+}

@@ -1,0 +1,66 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+)
+
+// An Operation is one completed call in a history: an operation a goroutine
+// made on a budget (or its clock), its answer, and when it was called and
+// returned.
+type Operation struct {
+	// Client is the goroutine that made the call: 0 for the operations run
+	// before the concurrent part, 1..K for the K goroutines, and K+1 for the
+	// clock goroutine.
+	Client  int   `json:"client"`
+	Op      Op    `json:"op"`
+	Granted bool  `json:"granted,omitempty"` // Retry's answer
+	Call    int64 `json:"call"`              // stamp taken just before the call
+	Return  int64 `json:"return"`            // stamp taken just after it returned
+	// Pending marks a call whose outcome is unknown: it failed or timed
+	// out, so it may have taken effect, at any time after its call, or
+	// not at all. Its Granted and Return mean nothing. A pending call is
+	// never dropped from a history: dropping it could hide a violation, or
+	// invent one.
+	Pending bool `json:"pending,omitempty"`
+}
+
+// String describes o as "[12,15] g2 retry(transient) -> granted".
+func (o Operation) String() string {
+	if o.Pending {
+		return fmt.Sprintf("[%d,…] %s %s -> unknown (pending)", o.Call, ClientName(o.Client), o.Op)
+	}
+	return fmt.Sprintf("[%d,%d] %s %s", o.Call, o.Return, ClientName(o.Client), Describe(o.Op, o.Granted))
+}
+
+// ClientName names a client of a history: "pre" for client 0, which runs
+// before the concurrent part, and "g1", "g2", … for the others.
+func ClientName(c int) string {
+	if c == 0 {
+		return "pre"
+	}
+	return fmt.Sprintf("g%d", c)
+}
+
+// A History is the operations of one run, in the order they were called.
+type History []Operation
+
+// String lists the operations one per line.
+func (h History) String() string {
+	var b strings.Builder
+	for _, o := range h {
+		b.WriteString(o.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Clients returns how many clients made h's operations, the clock's
+// included: one more than the largest Client.
+func (h History) Clients() int {
+	n := 0
+	for _, o := range h {
+		n = max(n, o.Client+1)
+	}
+	return n
+}

@@ -1,0 +1,133 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A model may have abilities beyond [Model]. The harness finds each by a
+// type assertion on the model value, as io/fs finds a file system's, and
+// uses it where it is there; the three models of this package have all of
+// them.
+
+// A Validator checks its own parameters. The harness calls Validate before
+// any check runs, so that a model that cannot work (a zero window, a cost
+// above the capacity) is reported as such instead of failing, or crashing,
+// in the middle of a check.
+type Validator interface {
+	// Validate returns nil for usable parameters, or an error that wraps
+	// ErrInvalid and names the field, the value and the range allowed.
+	Validate() error
+}
+
+// A Balancer reports the balance a state holds, as the budget's own
+// Available() float64 method would report it: the harness compares the two
+// after every operation, which catches a state gone wrong before any answer
+// shows it.
+type Balancer[S any] interface {
+	// Balance returns the balance of s as of its clock's reading, in
+	// milli-units (Available() × 1000). It changes nothing.
+	Balance(s S) int64
+}
+
+// A Starter can begin at any instant: InitAt returns the state of a budget
+// built on a clock that reads now. The harness uses it to start budgets at
+// negative instants and near the ends of int64, where slot arithmetic
+// overflows or rounds the wrong way. Init() must equal InitAt(0).
+type Starter[S any] interface {
+	InitAt(now time.Duration) S
+}
+
+// ErrInvalid is wrapped by every error a model's Validate returns.
+var ErrInvalid = errors.New("model: invalid parameters")
+
+func invalid(field string, got any, want string) error {
+	return fmt.Errorf("%w: %s must be %s, got %v", ErrInvalid, field, want, got)
+}
+
+// The largest quantities the models accept, in milli-units: products of two
+// of them, and sums over a window, stay far from overflow.
+const (
+	maxTokens = 1_000_000_000 // one million tokens
+	maxCount  = 1 << 40
+)
+
+// Validate checks m: a capacity of 0.001 to a million tokens, costs from
+// 0.001 to the capacity, a bonus from 0 to the capacity, a refill of 0 to a
+// million tokens a second.
+func (m TokenBucket) Validate() error {
+	switch {
+	case m.Capacity < 1 || m.Capacity > maxTokens:
+		return invalid("TokenBucket.Capacity", m.Capacity, "in [1, 1e9] milli-tokens")
+	case m.TransientCost < 1 || m.TransientCost > m.Capacity:
+		return invalid("TokenBucket.TransientCost", m.TransientCost, fmt.Sprintf("in [1, Capacity=%d]", m.Capacity))
+	case m.ThrottledCost < 1 || m.ThrottledCost > m.Capacity:
+		return invalid("TokenBucket.ThrottledCost", m.ThrottledCost, fmt.Sprintf("in [1, Capacity=%d]", m.Capacity))
+	case m.SuccessBonus < 0 || m.SuccessBonus > m.Capacity:
+		return invalid("TokenBucket.SuccessBonus", m.SuccessBonus, fmt.Sprintf("in [0, Capacity=%d]", m.Capacity))
+	case m.RefillPerSecond < 0 || m.RefillPerSecond > maxTokens:
+		return invalid("TokenBucket.RefillPerSecond", m.RefillPerSecond, "in [0, 1e9] milli-tokens a second")
+	}
+	return nil
+}
+
+// InitAt returns a full bucket on a clock reading now. Without refill the
+// state does not track time, and InitAt returns Init().
+func (m TokenBucket) InitAt(now time.Duration) TokenBucketState {
+	s := m.Init()
+	if m.RefillPerSecond > 0 {
+		s.Clock = Clock{Now: now, Seen: now}
+	}
+	return s
+}
+
+// Validate checks m: a ratio of 1 to 1,000,000 parts per million, a positive
+// window, 1 to 2^20 slots and no more slots than the window has
+// nanoseconds, and a floor of 0 to 2^40.
+func (m Ratio) Validate() error {
+	switch {
+	case m.PPM < 1 || m.PPM > 1_000_000:
+		return invalid("Ratio.PPM", m.PPM, "in [1, 1000000]")
+	case m.Window <= 0:
+		return invalid("Ratio.Window", m.Window, "positive")
+	case m.Slots < 1 || m.Slots > 1<<20:
+		return invalid("Ratio.Slots", m.Slots, "in [1, 1048576]")
+	case m.Slots > int64(m.Window):
+		return invalid("Ratio.Slots", m.Slots, fmt.Sprintf("at most the window's %d nanoseconds", int64(m.Window)))
+	case m.Floor < 0 || m.Floor > maxCount:
+		return invalid("Ratio.Floor", m.Floor, "in [0, 2^40]")
+	}
+	return nil
+}
+
+// InitAt returns an empty window on a clock reading now.
+func (m Ratio) InitAt(now time.Duration) RatioState {
+	return RatioState{Clock: Clock{Now: now, Seen: now}}
+}
+
+// Validate checks m: a maximum of 0.001 to 1000 tokens and a ratio of 0.001
+// to 1000 tokens.
+func (m Throttle) Validate() error {
+	switch {
+	case m.Max < 1 || m.Max > 1_000_000:
+		return invalid("Throttle.Max", m.Max, "in [1, 1000000] milli-tokens")
+	case m.Ratio < 1 || m.Ratio > 1_000_000:
+		return invalid("Throttle.Ratio", m.Ratio, "in [1, 1000000] milli-tokens")
+	}
+	return nil
+}
+
+// InitAt returns Init(): nothing in a throttle observes the clock.
+func (m Throttle) InitAt(time.Duration) ThrottleState { return m.Init() }
+
+var (
+	_ Validator                  = TokenBucket{}
+	_ Validator                  = Ratio{}
+	_ Validator                  = Throttle{}
+	_ Balancer[TokenBucketState] = TokenBucket{}
+	_ Balancer[ThrottleState]    = Throttle{}
+	_ Starter[TokenBucketState]  = TokenBucket{}
+	_ Starter[RatioState]        = Ratio{}
+	_ Starter[ThrottleState]     = Throttle{}
+)
