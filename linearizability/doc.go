@@ -11,7 +11,6 @@
 //
 //   - A [Scenario] says what to run: operations before the concurrent part,
 //     one operation list per goroutine, and the steps of a clock goroutine.
-//     [Generate] draws one at random from a seed.
 //   - [Record] runs a scenario on a budget built on a [budget.ManualClock]:
 //     the goroutines start together at a barrier, every Advance of the clock
 //     is an operation of the same history, and calls and returns are stamped
@@ -20,21 +19,17 @@
 //     Its [Result] is Linearizable, a Violation (with the longest order that
 //     works, the operations that cannot come next and the model's state
 //     there), or Inconclusive when the search ran out of time, which is never
-//     a pass.
-//   - [Minimize] shrinks a failing scenario, which rapid cannot do for a
-//     failure that only reproduces some of the time.
-//   - [Fixture] stores a history and its verdict as JSON, so that a test can
-//     re-check every history it ever saved.
+//     a pass. A history may hold pending calls, whose outcome is unknown.
+//   - [Focus] narrows a violation to the operations around it, and
+//     [Minimize] shrinks a failing scenario, which rapid cannot do for a
+//     failure that reproduces only some of the time.
+//   - [Report] saves a violation as porcupine's HTML rendering and as a
+//     [Fixture], JSON that [LoadFixture] reads back and [Recheck] checks
+//     again against any model.
 //
-// Typical use inside a test is
-//
-//	sub := linearizability.Subject[model.TokenBucketState]{Model: m, New: newBudget}
-//	s := linearizability.Generate(rand.New(rand.NewPCG(seed, 0)), linearizability.GenConfig{})
-//	res := linearizability.Check(sub.Model, linearizability.Record(s, sub.New), 10*time.Second)
-//	if res.Verdict != linearizability.Linearizable {
-//		t.Fatal(res.Explain())
-//	}
-//
-// A linearizable history proves nothing about the interleavings that did not
-// happen: run many scenarios, under -race, with more goroutines than cores.
+// See ExampleRecord and ExampleCheck. budgettest's Linearizable check is
+// these pieces put together; use it unless you record histories yourself (a
+// budget kept in a server, say). A linearizable history proves nothing
+// about the interleavings that did not happen: run many scenarios, under
+// -race, with more goroutines than cores.
 package linearizability

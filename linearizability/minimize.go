@@ -31,8 +31,8 @@ type MinimizeReport[W any] struct {
 // A concurrent failure reproduces only some of the time. A drop is kept only
 // when the smaller scenario really failed, so To always has a failure behind
 // it. A drop can be refused wrongly when the smaller scenario fails too
-// rarely to show within tries runs: start from [Focus]'s scenario, which is
-// small already, and give more tries.
+// rarely to show within tries runs: start from a scenario of [Focus],
+// which is small already, and give more tries.
 func Minimize[W any](s Scenario, tries int, limit time.Duration, fails func(Scenario) (W, bool)) MinimizeReport[W] {
 	start := time.Now()
 	rep := MinimizeReport[W]{From: s}
@@ -144,23 +144,26 @@ func clone(s Scenario) Scenario {
 	return c
 }
 
-// Focus builds, from a violation r found by running s, a small scenario
-// that is likely to fail the same way: the operations that overlap in time
-// with the calls the model cannot accept next (the stuck ones whose answer
-// it disputes), each on its own client's goroutine, after a short sequence
-// of operations (Before) that brings the model to the state the longest
-// accepted order was in just before them. The Before sequence is found from
-// the model alone, by a bounded breadth-first search and otherwise by
-// dropping operations of the accepted order while the state it reaches
-// stays the same, so Focus is deterministic. It returns false when r is not
-// a violation or its history has pending calls.
-func Focus[S any](r Result[S], s Scenario) (Scenario, bool) {
+// Focus builds, from a violation r found by running s, small scenarios
+// that are likely to fail the same way, the most promising first. Each
+// keeps the operations that overlap in time with the calls the model cannot
+// accept next (the stuck ones whose answer it disputes), each on its own
+// client's goroutine, after a short sequence of operations (Before) that
+// brings the model to the state the longest accepted order was in just
+// before them. The first also moves into Before every such operation that
+// is not the last of its goroutine, which leaves one call per goroutine to
+// overlap: the likeliest to meet again. Before is found from the model
+// alone, by a bounded breadth-first search and otherwise by dropping
+// operations of the accepted order while the state it reaches stays the
+// same, so Focus is deterministic. It returns nothing when r is not a
+// violation or its history has pending calls.
+func Focus[S any](r Result[S], s Scenario) []Scenario {
 	if r.Verdict != Violation || len(r.Stuck) == 0 {
-		return Scenario{}, false
+		return nil
 	}
 	for _, o := range r.History {
 		if o.Pending {
-			return Scenario{}, false
+			return nil
 		}
 	}
 	var culprits []Operation
@@ -187,38 +190,65 @@ func Focus[S any](r Result[S], s Scenario) (Scenario, bool) {
 			break
 		}
 	}
-	state := r.m.Init()
-	var prefix []model.Op
-	for _, o := range r.Prefix[:cut] {
-		state, _ = r.m.Step(state, o.Op)
-		prefix = append(prefix, o.Op)
-	}
-	involved := slices.Clone(culprits)
+	var involved []Operation // in the accepted order, then the culprits
 	for _, o := range r.Prefix[cut:] {
 		if o.Call <= last {
 			involved = append(involved, o)
 		}
 	}
-	slices.SortFunc(involved, func(a, b Operation) int { return int(a.Call - b.Call) })
-	out := Scenario{Before: shortPath(r.m, prefix, state), WallClock: s.WallClock}
-	goroutine := map[int]int{}
+	involved = append(involved, culprits...)
+	// lastOf is the call stamp of each goroutine's last involved call.
+	lastOf := map[int]int64{}
 	for _, o := range involved {
-		switch {
-		case o.Op.Op == model.Advance:
-			out.Clock = append(out.Clock, o.Op.D)
-		case o.Client == 0:
-			out.Before = append(out.Before, o.Op)
-		default:
-			g, ok := goroutine[o.Client]
-			if !ok {
-				g = len(out.Goroutines)
-				goroutine[o.Client] = g
-				out.Goroutines = append(out.Goroutines, nil)
-			}
-			out.Goroutines[g] = append(out.Goroutines[g], o.Op)
+		if o.Op.Op != model.Advance && o.Client != 0 {
+			lastOf[o.Client] = max(lastOf[o.Client], o.Call)
 		}
 	}
-	return out, true
+	build := func(moveEarlier bool) Scenario {
+		state := r.m.Init()
+		var before []model.Op
+		step := func(o Operation) {
+			state, _ = r.m.Step(state, o.Op)
+			before = append(before, o.Op)
+		}
+		for _, o := range r.Prefix[:cut] {
+			step(o)
+		}
+		var rest []Operation
+		for i, o := range involved {
+			inPrefix := i < len(involved)-len(culprits)
+			if moveEarlier && inPrefix && o.Op.Op != model.Advance && o.Client != 0 && o.Call < lastOf[o.Client] {
+				step(o)
+				continue
+			}
+			rest = append(rest, o)
+		}
+		slices.SortFunc(rest, func(a, b Operation) int { return int(a.Call - b.Call) })
+		out := Scenario{Before: shortPath(r.m, before, state), WallClock: s.WallClock}
+		goroutine := map[int]int{}
+		for _, o := range rest {
+			switch {
+			case o.Op.Op == model.Advance:
+				out.Clock = append(out.Clock, o.Op.D)
+			case o.Client == 0:
+				out.Before = append(out.Before, o.Op)
+			default:
+				g, ok := goroutine[o.Client]
+				if !ok {
+					g = len(out.Goroutines)
+					goroutine[o.Client] = g
+					out.Goroutines = append(out.Goroutines, nil)
+				}
+				out.Goroutines[g] = append(out.Goroutines[g], o.Op)
+			}
+		}
+		return out
+	}
+	one, all := build(true), build(false)
+	if one.Len() == all.Len() && len(one.Before) == len(all.Before) {
+		return []Scenario{all}
+	}
+	return []Scenario{one, all}
 }
 
 // shortPath returns a short sequence of operations that takes m from its

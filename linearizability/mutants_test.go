@@ -119,10 +119,11 @@ func TestFocusNarrowsAViolation(t *testing.T) {
 	if r.Verdict != linearizability.Violation {
 		t.Fatalf("the history is %v, want a violation", r.Verdict)
 	}
-	s, ok := linearizability.Focus(r, linearizability.Scenario{})
-	if !ok {
+	focus := linearizability.Focus(r, linearizability.Scenario{})
+	if len(focus) == 0 {
 		t.Fatal("Focus found nothing")
 	}
+	s := focus[0]
 	t.Logf("focused:\n%s", s)
 	if len(s.Goroutines) != 2 || len(s.Goroutines[0]) != 1 || len(s.Goroutines[1]) != 1 {
 		t.Errorf("goroutines %v, want one transient retry on each of two", s.Goroutines)
@@ -148,11 +149,12 @@ func fixtureOf[S any](t *testing.T, impl string, tg target[S], want linearizabil
 		r, s := findViolation(t, tg, 5000)
 		// Keep fixtures small: save the narrowed scenario's failure if it
 		// shows, the whole one otherwise.
-		if f, ok := linearizability.Focus(r, s); ok {
+	tries:
+		for _, f := range linearizability.Focus(r, s) {
 			for range 20_000 {
 				if fr := tg.trial(t, f); fr.Verdict == linearizability.Violation {
 					r, s = fr, f
-					break
+					break tries
 				}
 			}
 		}

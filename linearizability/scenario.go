@@ -135,8 +135,9 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	// instructions, inside the budget's calls too, and a race between two
 	// of its steps shows even on a machine whose cores are busy with other
 	// work. (Changing GOMAXPROCS stops the world, so small scenarios, run
-	// thousands of times by the minimizer, keep what they have.)
-	if n := len(s.Goroutines) + 1; runtime.GOMAXPROCS(0) < n {
+	// thousands of times by the minimizer, keep what they have: their
+	// goroutines then start on cores of their own.)
+	if n := len(s.Goroutines) + 1; runtime.GOMAXPROCS(0) < n && s.Len() > smallScenario {
 		prev := runtime.GOMAXPROCS(max(8, n))
 		defer runtime.GOMAXPROCS(prev)
 	}
@@ -173,7 +174,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	// few hundred runs. Small scenarios, the minimizer's, get a shorter
 	// one, so that their few calls meet more often.
 	jitter := startJitter
-	if s.Len() <= 16 {
+	if s.Len() <= smallScenario {
 		jitter = startJitter / 16
 	}
 	results := make([]History, len(lists))
@@ -184,7 +185,11 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	for i, ops := range lists {
 		wg.Go(func() {
 			out := make(History, 0, len(ops))
-			ready.Add(1)
+			// The last goroutine to arrive releases the others: no
+			// goroutine outside the run holds a core when they start.
+			if ready.Add(1) == int32(len(lists)) {
+				start.Store(true)
+			}
 			waitFor(&start)
 			spin(rand.IntN(jitter))
 			errs[i] = harness.Catch(fmt.Sprintf("goroutine %d of the recorded run", i+1), func() {
@@ -198,10 +203,6 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 			results[i] = out
 		})
 	}
-	for ready.Load() < int32(len(lists)) {
-		runtime.Gosched()
-	}
-	start.Store(true)
 	wg.Wait()
 	for _, e := range errs {
 		if e != nil {
@@ -214,6 +215,10 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	slices.SortFunc(h, func(a, b Operation) int { return int(a.Call - b.Call) })
 	return h, nil
 }
+
+// smallScenario is the most operations of a scenario that the minimizer
+// runs thousands of times: it keeps GOMAXPROCS, and gets a shorter jitter.
+const smallScenario = 16
 
 // startJitter bounds the random delay before a goroutine's first
 // operation, in spin iterations of about a nanosecond each.

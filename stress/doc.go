@@ -1,23 +1,24 @@
-// Package stress runs a retry budget, or a retry loop, under heavy
-// concurrency and checks what must hold however the goroutines interleave.
+// Package stress checks a retry loop against the promises a loop must keep
+// under cancellation and contention, whatever the loop: ours, the AWS SDK's,
+// or yours, through a small adapter.
 //
-// For budgets, [Stress] releases many goroutines (by default 4 ×
-// GOMAXPROCS, with GOMAXPROCS raised to at least 8) at a barrier, in phases
-// that drain the budget and then mix retries with successes, and records
-// every call with call and return stamps from one atomic counter. The
-// conservation invariants then check the recorded log: a token bucket never
-// grants more than it could have held, a ratio budget never grants more than
-// its window allows, a throttle never grants at or below its threshold.
-// Each invariant is checked at every grant, counting only what had surely
-// happened by then on one side and what might have on the other, so it can
-// fail only for a broken budget. Run it under go test -race: the race
-// detector catches plain data races, and the invariants catch what it
-// cannot see, such as a check-then-act made of two atomic operations.
+// A [Loop] runs one call of a retry loop with the budget, [Settings] and
+// operation a check gives it. [LoopChecks] are the ten checks: no attempt
+// on a done context, none after a cancel, none on an expired deadline; a
+// prompt return on a cancel during the wait; no goroutine outlives the
+// call; a shared budget asked once per retry, before waiting; no retry of
+// a permanent error; an elapsed limit that ends the loop; a server delay
+// capped by the maximum and the time left; a call whose operation ignores
+// ctx returns when it finishes. Time-dependent checks run in
+// testing/synctest bubbles, the leak check in real time with goleak.
 //
-// For retry loops, [LoopChecks] are the checks that a loop never attempts on
-// a done context, returns promptly when cancelled, leaks no goroutine,
-// respects a shared budget, and so on; they run any loop through a small
-// adapter, [Loop].
+// [CheckLoop] (budgettest.RunLoop) runs each check in a child process of
+// its own, so that a loop that leaks inside a bubble, panics or hangs fails
+// its check instead of taking the test binary down; [IsolatedLoopChecks]
+// returns the outcomes instead of failing, for pinning known verdicts.
+// [RetrierLoop] is the adapter of budget.Retrier.
 //
-// A watchdog turns a deadlocked budget into an error instead of a hung test.
+// The budget side of stress, many goroutines against one budget with the
+// conservation invariants checked from the log, is budgettest's Race and
+// Invariant checks.
 package stress

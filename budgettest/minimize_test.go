@@ -1,0 +1,46 @@
+package budgettest_test
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/internal/mutants"
+	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/model"
+)
+
+var minimized = regexp.MustCompile(`minimized from (\d+) to (\d+) operations`)
+
+// The Linearizable check catches a check-then-act, narrows and minimizes
+// the failing scenario, and saves it where the Failure says, as a fixture
+// that re-checks against the model.
+func TestLinearizableExplainsCheckThenAct(t *testing.T) {
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "CheckThenAct", Model: bucket, Scenarios: 500,
+		New: func(*testing.T, budget.Clock) budget.Budget { return mutants.NewCheckThenAct(bucket) }}, budgettest.CheckLinearizable)
+	var f *budgettest.Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("VerifyCheck = %v, want a Failure", err)
+	}
+	t.Logf("as reported:\n%v", err)
+	m := minimized.FindStringSubmatch(f.Detail)
+	if f.Rule != "every concurrent history has an order, consistent with real time, that the model accepts" || m == nil {
+		t.Fatalf("the failure is not an explained violation:\n%v", f)
+	}
+	to, _ := strconv.Atoi(m[2])
+	t.Logf("minimized scenario: %s operations (from %s)", m[2], m[1])
+	fx, err := linearizability.LoadFixture(f.JSONPath)
+	if err != nil {
+		t.Fatalf("the saved history: %v", err)
+	}
+	if _, err := os.Stat(f.HTMLPath); err != nil {
+		t.Errorf("the rendering: %v", err)
+	}
+	if r := linearizability.Recheck(fx, bucket, 0); r.Verdict != linearizability.Violation || fx.Scenario == nil || fx.Scenario.Len() != to {
+		t.Errorf("the fixture re-checks as %v with a scenario of %v operations", r.Verdict, fx.Scenario)
+	}
+}

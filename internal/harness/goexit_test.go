@@ -1,0 +1,5 @@
+package harness_test
+
+import "runtime"
+
+func runtimeGoexit() { runtime.Goexit() }
