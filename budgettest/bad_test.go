@@ -97,7 +97,7 @@ func TestBadSubjects(t *testing.T) {
 	t.Run("Deadlocks", func(t *testing.T) {
 		start := time.Now()
 		expect(t, budgettest.Subject[model.TokenBucketState]{Name: "deadlocked", Model: bucket,
-			New: func(*testing.T, budget.Clock) budget.Budget { return &deadlocked{} }, Watchdog: time.Second},
+			New: func(*testing.T, budget.Clock) budget.Budget { return &deadlocked{} }, Watchdog: 300 * time.Millisecond},
 			"every call returns: the budget neither deadlocks nor livelocks", "(*deadlocked).Retry")
 		if d := time.Since(start); d > 30*time.Second {
 			t.Errorf("the suite took %v to give up on a deadlocked budget", d)

@@ -76,7 +76,7 @@ func (o *owned) Close() error             { close(o.done); return nil }
 // closes it where it was built.
 func TestGoroutineOwnedBudgetConforms(t *testing.T) {
 	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
-		Name: "goroutine-owned bucket", Model: bucket,
+		Name: "goroutine-owned bucket", Model: bucket, Scenarios: 20,
 		New: func(*testing.T, budget.Clock) budget.Budget { return newOwned(bucket) },
 	})
 }

@@ -51,9 +51,11 @@ func (r *Run) segments(start func(phase int) int64) (segs [][]Entry, base []int6
 	if r.Balance == nil {
 		return [][]Entry{r.Entries}, []int64{start(0)}
 	}
+	segs = make([][]Entry, len(r.Clock))
+	for _, e := range r.Entries { // in call order, so each segment is too
+		segs[e.Phase] = append(segs[e.Phase], e)
+	}
 	for p := range r.Clock {
-		seg := slices.DeleteFunc(slices.Clone(r.Entries), func(e Entry) bool { return e.Phase != p })
-		segs = append(segs, seg)
 		base = append(base, int64(math.Round(r.Balance[p]*1000)))
 	}
 	return segs, base
