@@ -4,7 +4,8 @@ BENCHTIME ?= 1s
 RAPIDCHECKS ?= 2000
 
 SCENARIOS ?= 200
-CATCHRUNS ?= 5
+CATCHRUNS ?= 3
+REFREPS ?= 20
 STRESSRUNS ?= 50
 FUZZTIME ?= 30s
 FUZZTARGETS = FuzzRatioWindow FuzzRatio FuzzTokenBucket FuzzThrottle FuzzConfig
@@ -27,13 +28,15 @@ props:
 lin:
 	$(GO) test -race ./linearizability -count=1 -v -run 'TestReferenceBudgetsAreLinearizable' -scenarios=$(SCENARIOS)
 
-# Every check against every reference budget and mutant; prints the matrix.
+# Every check of budgettest against every reference budget and mutant, under
+# -race (the Race column needs it); prints the matrices. cmd/budgetcheck
+# runs the same and formats them.
 killmatrix:
-	$(GO) test ./internal/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch-runs=$(CATCHRUNS)
+	$(GO) test -race -timeout 60m ./internal/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch-runs=$(CATCHRUNS) -ref-reps=$(REFREPS)
 
 # Stress runs of every reference budget under the race detector.
 stress:
-	$(GO) test -race ./stress -count=1 -v -run 'TestReferenceBudgetsHoldTheirInvariants' -stress-runs=$(STRESSRUNS)
+	$(GO) test -race ./internal/stressrun -count=1 -v -run 'TestReferenceBudgetsHoldTheirInvariants' -stress-runs=$(STRESSRUNS)
 
 # Every fuzz target in turn (go test -fuzz takes one target per run).
 fuzz:

@@ -101,8 +101,9 @@ var ErrTimeout = errors.New("linearizability: the run did not finish; a goroutin
 //
 // A panic in the factory or in a budget method is returned as an error
 // naming the method and the operation; it never crashes the process. While
-// a scenario has more goroutines than GOMAXPROCS, Record raises GOMAXPROCS
-// (to at least 8) for the run, process-wide. If ctx ends first, Record
+// a scenario of more than 16 operations has more goroutines than
+// GOMAXPROCS, Record raises GOMAXPROCS (to at least 8) for the run,
+// process-wide. If ctx ends first, Record
 // returns ErrTimeout joined with ctx's error; the stuck goroutines are left
 // behind, since nothing can stop them.
 func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, error) {

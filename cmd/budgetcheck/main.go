@@ -1,19 +1,25 @@
-// Command budgetcheck runs the whole harness against the reference budgets,
-// the reference retry loop and every mutant, and prints the kill matrix: a
-// row per implementation, a column per check, and in each cell pass, caught
-// or inconclusive, with the time taken.
+// Command budgetcheck puts the reference budgets, the reference retry loops
+// and every mutant through the conformance suite (budgettest.VerifyCheck,
+// and the loop checks budgettest.RunLoop runs) and prints the two kill
+// matrices: a row per implementation, a column per check, and in each cell
+// pass, caught, skip or fail, with the median time taken.
 //
 // It exits 1 if a reference implementation fails a check or a mutant
 // escapes the check that must catch it, and 2 if the harness could not run.
 //
 // Usage:
 //
-//	go run ./cmd/budgetcheck [-race] [-html DIR] [-json] [-catch-runs N] [-ref-reps N]
+//	go run ./cmd/budgetcheck [-race=false] [-html DIR] [-json] [-catch-runs N] [-ref-reps N]
+//
+// By default it runs under the race detector, which the Race column needs,
+// repeats every check on every reference 20 times, and catches each mutant
+// 3 times with the check that must catch it.
 //
 // budgetcheck drives the harness's kill-matrix tests (internal/mutants)
 // through go test, so it needs the Go toolchain and a checkout of this
 // module; it reads their results from go test -json as they arrive and
-// reports progress on stderr. -html DIR keeps porcupine's rendering of every
+// reports progress on stderr. The cells are internal/matrix.Cell, the
+// schema the tests log. -html DIR keeps porcupine's rendering of every
 // linearizability violation under DIR (go test -artifacts -outputdir DIR).
 package main
 
@@ -68,7 +74,7 @@ func main() {
 		}
 		args = append(args, "-artifacts", "-outputdir", dir)
 	}
-	args = append(args, "./internal/mutants", "-run", "^(TestKillMatrix|TestLoopKillMatrix)$",
+	args = append(args, "-timeout", "60m", "./internal/mutants", "-run", "^(TestKillMatrix|TestLoopKillMatrix)$",
 		fmt.Sprintf("-catch-runs=%d", *catchRuns), fmt.Sprintf("-ref-reps=%d", *refReps))
 
 	start := time.Now()
