@@ -197,7 +197,11 @@ func printMatrix(w io.Writer, name string, cells []matrix.Cell, renderings bool)
 	if name == matrix.Loops {
 		width = 12
 	}
-	fmt.Fprintf(w, "\n%s kill matrix, every cell through budgettest (* = the check that must catch the row)\n%-26s", name, "implementation")
+	how := "every cell a budgettest.VerifyCheck"
+	if name == matrix.Loops {
+		how = "every cell a loop check of budgettest.RunLoop, in a child process"
+	}
+	fmt.Fprintf(w, "\n%s kill matrix, %s (* = the check that must catch the row)\n%-26s", name, how, "implementation")
 	for i, c := range checks {
 		if name == matrix.Loops {
 			c = fmt.Sprintf("%d", i+1)

@@ -235,6 +235,15 @@ func milli(m int64) string {
 	return fmt.Sprintf("%g", float64(m)/1000)
 }
 
+// HasInvariant reports whether Check knows an invariant for m.
+func HasInvariant(m any) bool {
+	switch m.(type) {
+	case model.TokenBucket, model.Ratio, model.Throttle:
+		return true
+	}
+	return false
+}
+
 // Check checks the run against the conservation invariant of m's family,
 // for the three models of the model package. For any other model it
 // returns false: there is no invariant to check.
