@@ -121,11 +121,12 @@ func TestBadSubjects(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-// deadlocked's first Retry takes a lock it never releases.
+// deadlocked's Retry takes its lock twice, and never returns.
 type deadlocked struct{ mu sync.Mutex }
 
 func (d *deadlocked) Request() {}
 func (d *deadlocked) Retry(budget.Kind) bool {
+	d.mu.Lock()
 	d.mu.Lock()
 	return true
 }
