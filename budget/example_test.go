@@ -139,3 +139,24 @@ func ExampleRetrier_denied() {
 	// true
 	// budget: retry denied after 2 attempts: connection reset
 }
+
+// send stands for a request to a dependency that drops a retried request it
+// has already carried out, by its dedup key.
+func send(ctx context.Context, req string, key budget.Key) error { return ctx.Err() }
+
+// The README's retry loop: one Retrier, and the three ways a call gives up.
+func ExampleRetrier_errors() {
+	b, _ := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+	ctx, req := context.Background(), "GET /orders/42"
+	r := &budget.Retrier{Budget: b, MaxAttempts: 3, BaseDelay: 100 * time.Millisecond, MaxDelay: 20 * time.Second}
+	err := r.Do(ctx, func(ctx context.Context, a budget.Attempt) error {
+		return send(ctx, req, a.Key) // a.Key is the same for every attempt of this call
+	})
+	switch {
+	case errors.Is(err, budget.ErrDenied): // the budget said no: fail fast
+	case errors.Is(err, budget.ErrAttempts): // out of attempts
+	case errors.Is(err, budget.ErrNoTime): // the next wait would pass the deadline
+	}
+	fmt.Println(err)
+	// Output: <nil>
+}
