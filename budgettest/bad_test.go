@@ -94,6 +94,10 @@ func TestBadSubjects(t *testing.T) {
 		expect(t, budgettest.Subject[model.TokenBucketState]{Name: "scale above horizon", Model: bucket, New: good, Scale: time.Hour, Horizon: time.Second},
 			"the subject describes", "Subject.Scale (1h0m0s) is above Subject.Horizon (1s)")
 	})
+	t.Run("WallClockHorizonTooLong", func(t *testing.T) {
+		expect(t, budgettest.Subject[model.TokenBucketState]{Name: "a month on the wall clock", Model: bucket, New: good, WallClock: true, Scale: time.Hour, Horizon: 30 * 24 * time.Hour},
+			"the subject describes", "the longest step a wall-clock subject may take")
+	})
 	t.Run("Deadlocks", func(t *testing.T) {
 		start := time.Now()
 		expect(t, budgettest.Subject[model.TokenBucketState]{Name: "deadlocked", Model: bucket,

@@ -38,7 +38,8 @@ type Subject[S any] struct {
 	// refill takes to pay for one retry), Horizon the longest that still
 	// matters (zero means 100 × Scale). A zero Scale means the budget's
 	// answers do not depend on time, and no clock steps are made. Both are
-	// at most 2^52 ns, and Scale is at most Horizon.
+	// at most 2^52 ns (2^46 ns, about 19.5 hours, with WallClock), and
+	// Scale is at most Horizon.
 	Scale, Horizon time.Duration
 	// WallClock says the budget reads time.Now itself. Every check then
 	// runs inside a testing/synctest bubble, clock steps are time.Sleep,

@@ -22,8 +22,9 @@ type edge struct {
 
 // edges returns the Edges check's sequences: a walk across slot
 // boundaries from each instant where slot arithmetic tends to break (zero,
-// just below it, the ends of int64, a horizon below the top), for a model
-// that can start anywhere; from zero only otherwise.
+// just below it, the ends of int64, a horizon below the top), each a
+// multiple of the scale, for a model that can start anywhere; from zero
+// only otherwise.
 func (sub Subject[S]) edges() []edge {
 	scale, horizon := sub.Scale, sub.Horizon
 	if horizon == 0 {
@@ -31,8 +32,14 @@ func (sub Subject[S]) edges() []edge {
 	}
 	starts := []time.Duration{0}
 	if _, ok := sub.Model.(model.Starter[S]); ok {
-		starts = append(starts, -1, -scale/2-1, -horizon-1, math.MinInt64, math.MinInt64+scale/2,
-			math.MaxInt64-horizon-scale/2, math.MaxInt64-scale, math.MaxInt64-1)
+		// Multiples of the scale, so that a budget whose slots are aligned
+		// to its first reading, rather than to instant 0, meets the
+		// model's slots exactly: the edges are in the arithmetic, not in
+		// the alignment.
+		step := max(scale, 1)
+		down := func(t time.Duration) time.Duration { return t / step * step } // toward zero
+		starts = append(starts, -step, down(-horizon-step), down(math.MinInt64)+step,
+			down(math.MaxInt64-horizon-step), down(math.MaxInt64-step))
 	}
 	// The walk: requests and retries in each slot, a step of about one
 	// slot between, once through the horizon and past it; then steps that

@@ -17,6 +17,11 @@ import (
 // far from overflow.
 const maxStep = time.Duration(1) << 52
 
+// maxWallStep is the longest Scale or Horizon of a wall-clock subject,
+// about 19.5 hours: its steps are sleeps in a testing/synctest bubble,
+// whose clock starts in 2000 and whose timers must stay before 2262.
+const maxWallStep = time.Duration(1) << 46
+
 // validate checks sub before any check runs, and returns the one Failure
 // that names the first field that is wrong.
 func (sub Subject[S]) validate() *Failure {
@@ -34,6 +39,8 @@ func (sub Subject[S]) validate() *Failure {
 		return fail(ruleSubject, "%s: Subject.Scale is %v, above the %v the checks accept", name, sub.Scale, maxStep)
 	case sub.Horizon > maxStep:
 		return fail(ruleSubject, "%s: Subject.Horizon is %v, above the %v the checks accept", name, sub.Horizon, maxStep)
+	case sub.WallClock && max(sub.Scale, sub.Horizon) > maxWallStep:
+		return fail(ruleSubject, "%s: Subject.Scale or Horizon is above %v, the longest step a wall-clock subject may take (its steps are sleeps in a testing/synctest bubble, whose timers overflow in 2262)", name, maxWallStep)
 	case sub.Horizon > 0 && sub.Scale == 0:
 		return fail(ruleSubject, "%s: Subject.Horizon is %v but Scale is 0, so no clock step would be made: set Scale too", name, sub.Horizon)
 	case sub.Horizon > 0 && sub.Scale > sub.Horizon:

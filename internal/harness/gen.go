@@ -95,11 +95,13 @@ func Op(src Source, tm Timing) model.Op {
 // testing/synctest bubble's timers can take.
 const (
 	farJump    = 1 << 62
-	bubbleJump = 100
+	bubbleJump = 100     // horizons
+	bubbleFar  = 1 << 50 // ns, about 13 days: a bubble's clock must not pass 2262
 )
 
 // Step draws a clock step: none, a fraction of the scale, about one scale,
-// up to the horizon, far past it, or backwards (see Timing.Forward).
+// up to the horizon, far past it, or backwards (see Timing.Forward; a
+// forward jump past the horizon is at most 100 horizons and 2^50 ns).
 func Step(src Source, tm Timing) time.Duration {
 	scale, horizon := int64(tm.Scale), tm.horizon()
 	d := func(lo, hi int64, label string) time.Duration {
@@ -116,7 +118,7 @@ func Step(src Source, tm Timing) time.Duration {
 		return d(1, horizon, "horizon")
 	case 7:
 		if tm.Forward {
-			return d(horizon, bubbleJump*horizon, "far")
+			return d(horizon, min(bubbleJump*horizon, bubbleFar), "far")
 		}
 		return d(horizon, farJump, "far")
 	}
