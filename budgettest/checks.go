@@ -156,7 +156,16 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 	if err != nil || viol == nil {
 		return err
 	}
-	return sub.explainViolation(t, failing, *viol, seed)
+	// The runs that narrow and minimize the violation are guarded too: a
+	// budget that deadlocks only now and then may do it in one of them.
+	var f error
+	if err := sub.harness(t).Guard("minimizing a violation", func() error {
+		f = sub.explainViolation(t, failing, *viol, seed)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return f
 }
 
 // minimizeWithin bounds the time the Linearizable check spends narrowing
@@ -177,7 +186,6 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 	// of ten thousand without -race: give them most of the time, three
 	// tries in four to the first, the likeliest.
 	if focus := linearizability.Focus(res, s); len(focus) > 0 {
-	tries:
 		for i := 0; time.Since(start) < minimizeWithin*3/4; i++ {
 			c := focus[0]
 			if i%4 == 3 {
@@ -185,7 +193,7 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 			}
 			if r, ok := fails(c); ok {
 				best, witness = c, r
-				break tries
+				break
 			}
 		}
 	}
