@@ -3,8 +3,9 @@
 // or yours, through a small adapter.
 //
 // A [Loop] runs one call of a retry loop with the budget, [Settings] and
-// operation a check gives it. [LoopChecks] are the ten checks: no attempt
-// on a done context, none after a cancel, none on an expired deadline; a
+// operation a check gives it. [LoopChecks] are the eleven checks: no attempt
+// on a done context, none after a cancel, none on a context whose ctx.Err()
+// is set at the deadline; no wait begun that would reach the deadline; a
 // prompt return on a cancel during the wait; no goroutine outlives the
 // call; a shared budget asked once per retry, before waiting; no retry of
 // a permanent error; an elapsed limit that ends the loop; a server delay

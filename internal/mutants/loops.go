@@ -23,6 +23,7 @@ type loopBugs struct {
 	doubleCharge        bool // asks the budget twice per retry
 	skipZeroWait        bool // skips the select, and so the ctx check, when the wait is zero
 	noLookahead         bool // waits into the deadline and attempts when the timer fires, without looking at ctx again
+	waitIntoDeadline    bool // waits into the deadline, then looks at ctx as it should
 	elapsedPerAttempt   bool // measures MaxElapsed from the last attempt, not from the start
 	uncappedServerDelay bool // waits as long as the server says, past MaxDelay
 }
@@ -80,7 +81,7 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 					wait = ra.Delay
 				}
 			}
-			if d, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(d) && !bugs.noLookahead {
+			if d, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(d) && !bugs.noLookahead && !bugs.waitIntoDeadline {
 				return err
 			}
 			if s.MaxElapsed > 0 && time.Since(start)+wait >= s.MaxElapsed {
@@ -160,6 +161,9 @@ func Loops() []LoopMutant {
 		m("NoDeadlineLookahead", "NoAttemptOnExpiredDeadline",
 			"waits even when the wait ends at the deadline, and attempts as soon as its timer fires",
 			loopBugs{noLookahead: true}),
+		m("WaitsIntoDeadline", "GiveUpBeforeDeadline",
+			"starts a wait that ends at or past the deadline instead of returning at once, so the caller learns of the failure only at its deadline",
+			loopBugs{waitIntoDeadline: true}),
 		m("ElapsedPerAttempt", "MaxElapsedEndsTheLoop",
 			"measures the elapsed limit from the last attempt instead of the start of the call, so fast failures never reach it",
 			loopBugs{elapsedPerAttempt: true}),
