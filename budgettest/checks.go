@@ -46,12 +46,13 @@ func checkModel[S any](t *testing.T, sub Subject[S]) error {
 	name := sub.name()
 	err := harness.Guard("the model check", sub.Watchdog, func() error {
 		src := harness.Rand(rand.New(rand.NewPCG(1, 2)))
+		tm := sub.harness(t).Timing
 		a, b := m.Init(), m.Init()
 		if !m.Equal(a, b) || m.Hash(a) != m.Hash(b) {
 			return fail(ruleModel, "%s: two calls of Init give different states: %s and %s", name, m.DescribeState(a), m.DescribeState(b))
 		}
 		for i := range modelSteps {
-			op := harness.Op(src, sub.harness(t).Timing)
+			op := harness.Op(src, tm)
 			a2, ga := m.Step(a, op)
 			b2, gb := m.Step(b, op)
 			if ga != gb || !m.Equal(a2, b2) || m.Hash(a2) != m.Hash(b2) {

@@ -27,7 +27,7 @@ type Timing struct {
 	Forward bool
 }
 
-// Horizon returns the horizon, defaulted.
+// horizon returns Horizon, or 100 × Scale when it is zero.
 func (tm Timing) horizon() int64 {
 	if tm.Horizon > 0 {
 		return int64(tm.Horizon)
