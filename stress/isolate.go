@@ -2,10 +2,13 @@ package stress
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,14 +33,37 @@ type Outcome struct {
 // check's outcome, and fails nothing: the caller decides. A loop that
 // leaks, panics or hangs (up to timeout per check; zero means 2 minutes)
 // shows as a failed or crashed check instead of taking the test binary
-// down, and cannot spoil the checks after it.
+// down, and cannot spoil the checks after it. A child that hangs past its
+// timeout prints every goroutine's stack (its own -test.timeout, or the
+// parent's SIGQUIT a little later), and the outcome keeps all of it.
 //
 // The calling test must make the same IsolatedLoopChecks (or CheckLoop)
-// calls in the child as in the parent.
+// calls in the child as in the parent. A key of l.Skip that names no check
+// fails the test, in the parent and in the child.
 func IsolatedLoopChecks(t *testing.T, l Loop, timeout time.Duration) map[string]Outcome {
 	t.Helper()
+	return isolate(t, l, nil, timeout, 0)
+}
+
+// killGrace is how long after a child's own -test.timeout the parent stops
+// waiting and signals it.
+const killGrace = 10 * time.Second
+
+// isolate is IsolatedLoopChecks for the checks named in only (every check
+// when only is nil). killAfter, if positive, is when the parent signals
+// the child, whatever the child's own timeout; zero means timeout plus
+// killGrace.
+func isolate(t *testing.T, l Loop, only []string, timeout, killAfter time.Duration) map[string]Outcome {
+	t.Helper()
+	if err := validateSkip(l); err != nil {
+		t.Fatal(err)
+	}
+	checks := LoopChecks()
+	if only != nil {
+		checks = slices.DeleteFunc(checks, func(c LoopCheck) bool { return !slices.Contains(only, c.Name) })
+	}
 	if v := os.Getenv(childEnv); v != "" {
-		for _, c := range LoopChecks() {
+		for _, c := range checks {
 			if v == t.Name()+"|"+l.Name+"|"+c.Name {
 				runCheck(t, l, c)
 			}
@@ -47,16 +73,37 @@ func IsolatedLoopChecks(t *testing.T, l Loop, timeout time.Duration) map[string]
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
+	if killAfter <= 0 {
+		killAfter = timeout + killGrace
+	}
 	outcomes := map[string]Outcome{}
-	for _, c := range LoopChecks() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	for _, c := range checks {
+		ctx, cancel := context.WithTimeout(context.Background(), killAfter)
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+runPattern(t.Name()), "-test.v", "-test.count=1", "-test.timeout="+timeout.String())
 		cmd.Env = append(harness.ChildEnv(), childEnv+"="+t.Name()+"|"+l.Name+"|"+c.Name)
+		cmd.Cancel = func() error {
+			// SIGQUIT: the Go runtime prints every goroutine's stack,
+			// then exits. Where there is no such signal, kill.
+			if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+				return cmd.Process.Kill()
+			}
+			return nil
+		}
+		cmd.WaitDelay = killGrace // then kill, if SIGQUIT did not end it
 		start := time.Now()
 		out, _ := cmd.CombinedOutput()
+		killed := ctx.Err() != nil
 		cancel()
-		o := parseOutcome(string(out), t.Name(), c.Name)
+		exit := -1
+		if cmd.ProcessState != nil {
+			exit = cmd.ProcessState.ExitCode()
+		}
+		o := parseOutcome(string(out), t.Name(), c.Name, exit)
 		o.Elapsed = time.Since(start)
+		if killed {
+			o.Result = "crash"
+			o.Output = fmt.Sprintf("the parent signalled the child after %v:\n%s", killAfter, o.Output)
+		}
 		outcomes[c.Name] = o
 	}
 	return outcomes
@@ -85,7 +132,7 @@ func runCheck(t *testing.T, l Loop, c LoopCheck) {
 //	}
 func CheckLoop(t *testing.T, l Loop) {
 	t.Helper()
-	outcomes := IsolatedLoopChecks(t, l, 0)
+	outcomes := IsolatedLoopChecks(t, l, 0) // fails t at once on an unknown Skip key
 	if outcomes == nil {
 		return // the child: the checks have run
 	}
@@ -115,29 +162,63 @@ func runPattern(name string) string {
 	return strings.Join(parts, "/")
 }
 
-var resultLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+) \(`)
+var (
+	resultLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+) \(`)
+	eventLine  = regexp.MustCompile(`^\s*=== (RUN|NAME|CONT|PAUSE)\s+(\S+)`)
+)
 
 // parseOutcome reads the -test.v output of a child that ran one check under
-// the test named parent.
-func parseOutcome(out, parent, check string) Outcome {
+// the test named parent and exited with status exit (-1 for a signal). The
+// outcome keeps what the check printed, and anything the child printed
+// after the check's result line other than the ends of its parent tests;
+// a child that died after the check finished is a crash. A child that died
+// before gives a crash with all of its output.
+func parseOutcome(out, parent, check string, exit int) Outcome {
 	name := parent + "/" + check
 	var log strings.Builder
 	in := false
-	for _, line := range strings.Split(out, "\n") {
-		if run, ok := strings.CutPrefix(strings.TrimSpace(line), "=== RUN   "); ok {
-			in = run == name || strings.HasPrefix(run, name+"/")
+	lines := strings.Split(out, "\n")
+	for i, line := range lines {
+		if m := eventLine.FindStringSubmatch(line); m != nil {
+			in = m[2] == name || strings.HasPrefix(m[2], name+"/")
 			continue
 		}
 		if m := resultLine.FindStringSubmatch(line); m != nil && m[2] == name {
-			return Outcome{Result: strings.ToLower(m[1]), Output: log.String()}
+			o := Outcome{Result: strings.ToLower(m[1]), Output: log.String()}
+			if after := trailer(lines[i+1:], name); after != "" {
+				o.Output += "after the check's result, the child printed:\n" + after
+			}
+			if exit != 0 && exit != 1 {
+				o.Result = "crash"
+				o.Output += fmt.Sprintf("the child died after the check finished (exit status %d)\n", exit)
+			}
+			return o
 		}
 		if in {
 			log.WriteString(line + "\n")
 		}
 	}
-	tail := out
-	if len(tail) > 4000 {
-		tail = "..." + tail[len(tail)-4000:]
+	return Outcome{Result: "crash", Output: out}
+}
+
+// trailer returns lines, the output after the result line of the check
+// named name, without what every child prints there: the results and
+// events of the tests that enclose it, PASS or FAIL, and blank lines.
+func trailer(lines []string, name string) string {
+	var b strings.Builder
+	for _, line := range lines {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || trimmed == "PASS" || trimmed == "FAIL" {
+			continue
+		}
+		m := resultLine.FindStringSubmatch(line)
+		if m == nil {
+			m = eventLine.FindStringSubmatch(line)
+		}
+		if m != nil && strings.HasPrefix(name, m[2]+"/") {
+			continue
+		}
+		b.WriteString(line + "\n")
 	}
-	return Outcome{Result: "crash", Output: tail}
+	return b.String()
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,12 +19,24 @@ import (
 )
 
 // Settings configure a loop for one check. An adapter sets its loop's
-// corresponding options as closely as the loop allows.
+// corresponding options as closely as the loop allows, and ignores those its
+// loop lacks: each check confirms that the situation it needs (its premise)
+// happened, and fails with "premise not reached:" when it did not.
 type Settings struct {
 	MaxAttempts int           // attempts per call, the first included
 	BaseDelay   time.Duration // first backoff ceiling
 	MaxDelay    time.Duration // cap on one wait, a server-supplied delay included
 	MaxElapsed  time.Duration // limit on one call; zero means none
+
+	// NoJitter asks for backoff waits with no random part: the wait before
+	// retry n is its ceiling, min(MaxDelay, BaseDelay×2^(n-1)).
+	NoJitter bool
+	// FixedDelay asks for every backoff wait to be BaseDelay exactly: no
+	// growth, no jitter, and a zero BaseDelay means no wait at all rather
+	// than a default. A server-supplied delay still replaces the backoff.
+	// Checks that need a retry with no wait before it, or a wait that ends
+	// at a chosen instant, set it (and NoJitter).
+	FixedDelay bool
 }
 
 // The errors the checks' operations return. An adapter maps them onto its
@@ -53,6 +68,10 @@ type Loop struct {
 	Call func(ctx context.Context, b budget.Budget, s Settings, op func(context.Context) error) error
 	// Skip names checks whose premise the loop cannot meet, with the
 	// reason, for example {"MaxElapsedEndsTheLoop": "no elapsed limit"}.
+	// A skipped check is reported as skipped, with the reason; a check that
+	// is not skipped and whose premise does not happen fails. Every key
+	// must be the name of a check: CheckLoop and IsolatedLoopChecks fail on
+	// any other.
 	Skip map[string]string
 }
 
@@ -64,20 +83,53 @@ type LoopCheck struct {
 }
 
 // LoopChecks returns the checks of a retry loop, in the order they run.
+//
+// Each check first confirms its premise, the situation in which its rule
+// can be broken (a retry with no wait before it, a wait that ends at the
+// deadline's instant, a cancel while the loop waits, ...), and fails with a
+// message that starts "premise not reached:" when that situation never
+// came about, instead of passing for want of a test. A loop that makes
+// 1000 attempts at one instant of a bubble's clock, or 100,000 in one call,
+// spins: the check stops it and fails within moments.
 func LoopChecks() []LoopCheck {
 	return []LoopCheck{
 		{"NoAttemptOnDoneContext", "a context that is already done leads to zero attempts", checkDoneContext},
-		{"NoAttemptAfterCancel", "a cancel during an attempt leads to no further attempt, even with no delay", checkCancelInAttempt},
+		{"NoAttemptAfterCancel", "a cancel during an attempt leads to no further attempt, even when the retry would come with no wait", checkCancelInAttempt},
 		{"NoAttemptOnExpiredDeadline", "no attempt starts on a context whose ctx.Err() is set, even when the wait ends at the deadline's instant (tolerance 2% of 1000 trials)", checkExpiredDeadline},
 		{"GiveUpBeforeDeadline", "a loop whose next wait would reach the deadline returns at once, with no further attempt, instead of waiting into it", checkGiveUpBeforeDeadline},
 		{"PromptReturnOnCancel", "a cancel during the wait returns at once, with context.Canceled, and no further attempt", checkCancelInWait},
-		{"NoGoroutineOutlivesCall", "no goroutine the loop started outlives the call, whether the operation honours ctx or ignores it", checkNoLeak},
+		{"NoGoroutineOutlivesCall", "no goroutine the loop started, and no attempt, outlives the call, whether the operation honours ctx or ignores it, and when a later attempt wins", checkNoLeak},
 		{"SharedBudgetRespected", "the budget is asked once per retry, before waiting; granted retries are the only retries; a denied call returns at once", checkSharedBudget},
 		{"PermanentNeverRetried", "a permanent error is never retried, and the budget is not asked", checkPermanent},
 		{"MaxElapsedEndsTheLoop", "an elapsed limit ends the loop even when attempts take no time", checkMaxElapsed},
 		{"ServerDelayCapped", "a server-supplied delay is capped by the maximum delay and by the time left", checkServerDelay},
-		{"IgnoringOpEndsTheCall", "when the operation ignores ctx, the loop returns when it finishes, with no further attempt", checkIgnoringOp},
+		{"IgnoringOpEndsTheCall", "when the operation ignores ctx, the loop returns when every attempt it started has finished, with no attempt after the cancel; a loop that hedges waits for its losers", checkIgnoringOp},
 	}
+}
+
+// checkNames returns the names of the checks, for messages.
+func checkNames() []string {
+	var names []string
+	for _, c := range LoopChecks() {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// validateSkip returns an error naming each key of l.Skip that is not the
+// name of a check.
+func validateSkip(l Loop) error {
+	var unknown []string
+	for k := range l.Skip {
+		if !slices.Contains(checkNames(), k) {
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return fmt.Errorf("stress: loop %q skips unknown check %s; the checks are %s", l.Name, strings.Join(unknown, ", "), strings.Join(checkNames(), ", "))
 }
 
 // spy wraps a budget and counts what one call asks of it.
@@ -120,97 +172,180 @@ func (unlimited) Success(budget.Kind)    {}
 
 var settings = Settings{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second}
 
-// counter counts attempts and notes whether any ran on a done context.
-type counter struct {
-	n        atomic.Int32
-	onDone   atomic.Int32
-	lastFail atomic.Int64 // virtual time of the last failed attempt's end, in ns since the epoch
+// hiddenDeadline is a context that ends with context.DeadlineExceeded at a
+// deadline it does not report: a loop cannot see it coming, so even a loop
+// that gives up before a wait that would reach the deadline waits into it.
+type hiddenDeadline struct{ context.Context }
+
+func (hiddenDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// succeeds returns nil from every attempt.
+func succeeds(context.Context, int) error { return nil }
+
+// failsOnce fails the first attempt with err and succeeds after.
+func failsOnce(err error) func(context.Context, int) error {
+	return func(_ context.Context, n int) error {
+		if n == 1 {
+			return err
+		}
+		return nil
+	}
 }
 
-func (c *counter) op(fail func(ctx context.Context, n int32) error) func(context.Context) error {
-	return func(ctx context.Context) error {
-		n := c.n.Add(1)
-		if ctx.Err() != nil {
-			c.onDone.Add(1)
-		}
-		err := fail(ctx, n)
-		if err != nil {
-			c.lastFail.Store(time.Now().UnixNano())
-		}
-		return err
+// retried says how a loop retried in a call without the check's twist:
+// after what wait, or not at all.
+func retried(l Loop, r *recorder) string {
+	if gap, ok := r.gap(); ok {
+		return fmt.Sprintf("%s retried %v after the first attempt failed", l.Name, gap)
 	}
+	return fmt.Sprintf("%s made %d attempts and did not retry", l.Name, r.counts().n)
 }
 
 func checkDoneContext(t *testing.T, l Loop) {
 	synctest.Test(t, func(t *testing.T) {
+		// The premise: the same call on a live context attempts.
+		live := newRecorder(t, l, succeeds)
+		defer live.drain()
+		live.call(context.Background(), &spy{inner: unlimited{}}, settings)
+		if live.spinning() {
+			return
+		}
+		if live.counts().n == 0 {
+			unmet(t, "an attempt in the same call on a live context", fmt.Sprintf("%s made none", l.Name))
+			return
+		}
+
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		var c counter
-		err := l.Call(ctx, &spy{inner: unlimited{}}, settings, c.op(func(context.Context, int32) error { return nil }))
-		if n := c.n.Load(); n != 0 {
+		r := newRecorder(t, l, succeeds)
+		defer r.drain()
+		res := r.call(ctx, &spy{inner: unlimited{}}, settings)
+		if r.spinning() {
+			return
+		}
+		if n := r.counts().n; n != 0 {
 			t.Errorf("%s made %d attempts on a context that was already cancelled; want none", l.Name, n)
 		}
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("%s returned %v for a cancelled call; want an error wrapping context.Canceled", l.Name, err)
+		if !errors.Is(res.err, context.Canceled) {
+			t.Errorf("%s returned %v for a cancelled call; want an error wrapping context.Canceled", l.Name, res.err)
 		}
 	})
 }
 
 func checkCancelInAttempt(t *testing.T, l Loop) {
-	// A backoff of at most a nanosecond is often zero: twenty trials reach
-	// the no-wait path whatever the loop's jitter.
-	for trial := range 20 {
-		synctest.Test(t, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var c counter
-			s := settings
-			s.BaseDelay = time.Nanosecond
-			l.Call(ctx, &spy{inner: unlimited{}}, s, c.op(func(context.Context, int32) error {
-				cancel() // the caller gives up while the attempt runs
-				return ErrTransient
-			}))
-			if n := c.n.Load(); n != 1 {
-				t.Errorf("trial %d: %s made %d attempts after the caller cancelled during the first; want 1", trial, l.Name, n)
-			}
-		})
+	// The premise is a retry with no wait before it: no select on
+	// ctx.Done() stands between the failed attempt and the next, only a
+	// look at ctx. FixedDelay with a zero BaseDelay asks for it; for a loop
+	// that ignores FixedDelay, a backoff of at most a nanosecond is often
+	// zero, and twenty trials reach it whatever the jitter.
+	variants := []Settings{
+		{MaxAttempts: 3, BaseDelay: 0, MaxDelay: time.Second, FixedDelay: true, NoJitter: true},
+		{MaxAttempts: 3, BaseDelay: time.Nanosecond, MaxDelay: time.Second},
+	}
+	const trials = 20
+	calls, retries, atOnce := 0, 0, 0
+	shortest := time.Duration(-1)
+	for _, s := range variants {
+		for trial := range trials {
+			synctest.Test(t, func(t *testing.T) {
+				// Without the cancel: does the loop retry at once?
+				r := newRecorder(t, l, failsOnce(ErrTransient))
+				defer r.drain()
+				r.call(context.Background(), &spy{inner: unlimited{}}, s)
+				calls++
+				if gap, ok := r.gap(); ok {
+					retries++
+					if gap == 0 {
+						atOnce++
+					}
+					if shortest < 0 || gap < shortest {
+						shortest = gap
+					}
+				}
+			})
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var r *recorder
+				r = newRecorder(t, l, func(context.Context, int) error {
+					cancel() // the caller gives up while the attempt runs
+					r.mark()
+					return ErrTransient
+				})
+				defer r.drain()
+				r.call(ctx, &spy{inner: unlimited{}}, s)
+				if n := r.counts().afterMark; n > 0 {
+					t.Errorf("trial %d (BaseDelay %v, FixedDelay %v): %s made %d attempts after the caller cancelled during the first; want none", trial, s.BaseDelay, s.FixedDelay, l.Name, n)
+				}
+			})
+		}
+	}
+	if atOnce == 0 {
+		saw := fmt.Sprintf("%s retried in %d of %d calls without the cancel, never at once (the shortest wait %v)", l.Name, retries, calls, shortest)
+		if retries == 0 {
+			saw = fmt.Sprintf("%s did not retry in any of %d calls without the cancel", l.Name, calls)
+		}
+		unmet(t, "a retry with no wait before it, in a call without the cancel (Settings.FixedDelay with BaseDelay 0, or a jitter that can pick zero from a BaseDelay of 1ns)", saw)
 	}
 }
 
 func checkExpiredDeadline(t *testing.T, l Loop) {
-	const trials, tolerance = 1000, 20 // 2%: enough trials that a loop at 4-5% cannot pass by luck
-	bad := 0
+	const trials, tolerance, enough = 1000, 20, 50 // 2%: enough trials that a loop at 4-5% cannot pass by luck
+	bad, reached := 0, 0
+	var example string
 	for trial := range trials {
 		synctest.Test(t, func(t *testing.T) {
-			// The first attempt asks for a wait that ends exactly at the
-			// deadline: the wait's timer and the deadline fire at one
-			// instant.
-			wait := time.Duration(trial+1) * time.Millisecond
-			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			// The server asks for a wait of w before each retry, and the
+			// deadline is 2w away: the second wait ends at the deadline's
+			// instant, and its timer and the deadline's fire together.
+			// Every other trial hides the deadline from the loop (it ends
+			// the context all the same), so that a loop that rightly gives
+			// up before a wait that would reach the deadline waits into it.
+			w := time.Duration(trial/2+1) * time.Millisecond
+			base, cancel := context.WithTimeout(context.Background(), 2*w)
 			defer cancel()
-			late := false
-			s := settings
-			s.MaxDelay = time.Minute
-			first := true
-			l.Call(ctx, &spy{inner: unlimited{}}, s, func(ctx context.Context) error {
-				// The rule is about ctx.Err(): a loop that looks at ctx
-				// before every attempt keeps it, even when it attempts at
-				// the deadline's instant before the context's own timer
-				// has run. Giving up before such a wait is a promise of
-				// its own, GiveUpBeforeDeadline.
-				if !first && ctx.Err() != nil {
-					late = true
-				}
-				first = false
-				return &RetryAfterError{Delay: wait}
-			})
-			if late {
+			ctx := context.Context(base)
+			if trial%2 == 1 {
+				ctx = hiddenDeadline{base}
+			}
+			s := Settings{MaxAttempts: 3, BaseDelay: w, MaxDelay: time.Minute, FixedDelay: true, NoJitter: true}
+			r := newRecorder(t, l, func(context.Context, int) error { return &RetryAfterError{Delay: w} })
+			defer r.drain()
+			res := r.call(ctx, &spy{inner: unlimited{}}, s)
+			if r.spinning() {
+				return
+			}
+			// The rule is about ctx.Err(): a loop that looks at ctx before
+			// every attempt keeps it, even when it attempts at the
+			// deadline's instant before the context's own timer has run.
+			// Giving up before such a wait is a promise of its own,
+			// GiveUpBeforeDeadline.
+			if r.counts().onDone > 0 {
 				bad++
+			}
+			// The premise: the loop honoured the first wait to the
+			// nanosecond, and was still waiting when the deadline came.
+			a := r.list()
+			deadline := r.began.Add(2 * w)
+			exact := len(a) >= 2 && a[1].start.Sub(r.began) == w
+			waited := len(a) == 2 && !res.at.Before(deadline) || len(a) >= 3 && !a[2].start.Before(deadline)
+			if exact && waited {
+				reached++
+			}
+			if trial == 1 {
+				example = fmt.Sprintf("with a server delay of %v and the deadline %v away, %d attempts", w, 2*w, len(a))
+				if len(a) >= 2 {
+					example += fmt.Sprintf(", the second %v in", a[1].start.Sub(r.began))
+				}
+				example += fmt.Sprintf(", and the call returned %v in", res.at.Sub(r.began))
 			}
 		})
 	}
 	if bad > tolerance {
 		t.Errorf("%s attempted on an expired context in %d of %d trials; want at most %d", l.Name, bad, trials, tolerance)
+	} else if reached < enough {
+		unmet(t, fmt.Sprintf("in at least %d of %d trials, a wait that ends at the deadline's instant: a server delay (or, with Settings.FixedDelay, BaseDelay) honoured to the nanosecond, and the loop still waiting when the deadline comes", enough, trials),
+			fmt.Sprintf("%d trials; in one, %s", reached, example))
 	} else if bad > 0 {
 		t.Logf("%s attempted on an expired context in %d of %d trials (tolerated: the context's timer can fire between the loop's look at ctx and the attempt)", l.Name, bad, trials)
 	}
@@ -218,23 +353,37 @@ func checkExpiredDeadline(t *testing.T, l Loop) {
 
 func checkGiveUpBeforeDeadline(t *testing.T, l Loop) {
 	for _, ahead := range []time.Duration{0, time.Second} {
+		// The server asks for a wait that ends at the deadline, or a second
+		// past it: the loop knows now that no retry can happen in time.
+		const left = 3 * time.Second
+		s := Settings{MaxAttempts: 3, BaseDelay: left + ahead, MaxDelay: time.Minute, FixedDelay: true, NoJitter: true}
+		// The premise: without a deadline, the loop waits as long as the
+		// server asks; with it, the wait it would begin reaches the
+		// deadline.
+		var saw string
+		reached := false
 		synctest.Test(t, func(t *testing.T) {
-			// The server asks for a wait that ends at the deadline, or a
-			// second past it: the loop knows now that no retry can happen
-			// in time.
-			left := 3 * time.Second
+			r := newRecorder(t, l, failsOnce(&RetryAfterError{Delay: left + ahead}))
+			defer r.drain()
+			r.call(context.Background(), &spy{inner: unlimited{}}, s)
+			gap, ok := r.gap()
+			reached, saw = ok && gap >= left, retried(l, r)
+		})
+		if !reached {
+			unmet(t, fmt.Sprintf("a wait that would reach the deadline: in a call without one, a retry no sooner than %v (the time the check leaves) after a server delay of %v", left, left+ahead), saw)
+			continue
+		}
+		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), left)
 			defer cancel()
-			start := time.Now()
-			attempts := 0
-			s := settings
-			s.MaxDelay = time.Minute
-			l.Call(ctx, &spy{inner: unlimited{}}, s, func(ctx context.Context) error {
-				attempts++
-				return &RetryAfterError{Delay: left + ahead}
-			})
-			if took := time.Since(start); attempts != 1 || took >= left {
-				t.Errorf("%s, told to wait %v with %v left: %d attempts, returned after %v; want 1 attempt and a return before the deadline", l.Name, left+ahead, left, attempts, took)
+			r := newRecorder(t, l, func(context.Context, int) error { return &RetryAfterError{Delay: left + ahead} })
+			defer r.drain()
+			res := r.call(ctx, &spy{inner: unlimited{}}, s)
+			if r.spinning() {
+				return
+			}
+			if n, took := r.counts().n, res.at.Sub(r.began); n != 1 || took >= left {
+				t.Errorf("%s, told to wait %v with %v left: %d attempts, returned after %v; want 1 attempt and a return before the deadline", l.Name, left+ahead, left, n, took)
 			}
 		})
 	}
@@ -244,28 +393,42 @@ func checkCancelInWait(t *testing.T, l Loop) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		var c counter
-		s := settings
-		s.BaseDelay, s.MaxDelay = time.Hour, 2*time.Hour
-		done := make(chan error, 1)
-		go func() {
-			done <- l.Call(ctx, &spy{inner: unlimited{}}, s, c.op(func(context.Context, int32) error {
-				return &RetryAfterError{Delay: time.Hour}
-			}))
-		}()
+		s := Settings{MaxAttempts: 3, BaseDelay: time.Hour, MaxDelay: 2 * time.Hour}
+		r := newRecorder(t, l, func(context.Context, int) error { return &RetryAfterError{Delay: time.Hour} })
+		defer r.drain()
+		done := r.start(ctx, &spy{inner: unlimited{}}, s)
 		time.Sleep(time.Millisecond) // the first attempt has failed; the loop waits
 		synctest.Wait()
+		// The premise: the loop is waiting, between attempts.
+		const expected = "a loop waiting to retry when the caller cancels, 1ms into a call whose first attempt failed at once with a server delay of 1h"
+		c := r.counts()
+		select {
+		case res := <-done:
+			if !r.spinning() {
+				unmet(t, expected, fmt.Sprintf("%s had returned, after %d attempts, with %v", l.Name, c.n, res.err))
+			}
+			return
+		default:
+		}
+		if c.n == 0 || c.running > 0 {
+			unmet(t, expected, fmt.Sprintf("%s had made %d attempts, and %d still ran", l.Name, c.n, c.running))
+			return
+		}
 		cancelled := time.Now()
+		r.mark()
 		cancel()
-		err := <-done
-		if d := time.Since(cancelled); d > 0 {
+		res := <-done
+		if r.spinning() {
+			return
+		}
+		if d := res.at.Sub(cancelled); d > 0 {
 			t.Errorf("%s returned %v after a cancel during its wait; want at once", l.Name, d)
 		}
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("%s returned %v after a cancel during its wait; want an error wrapping context.Canceled", l.Name, err)
+		if !errors.Is(res.err, context.Canceled) {
+			t.Errorf("%s returned %v after a cancel during its wait; want an error wrapping context.Canceled", l.Name, res.err)
 		}
-		if n := c.n.Load(); n != 1 {
-			t.Errorf("%s made %d attempts; want 1, none after the cancel", l.Name, n)
+		if n := r.counts().afterMark; n > 0 {
+			t.Errorf("%s made %d attempts after the cancel; want none", l.Name, n)
 		}
 	})
 }
@@ -275,56 +438,97 @@ func checkCancelInWait(t *testing.T, l Loop) {
 func checkNoLeak(t *testing.T, l Loop) {
 	cases := []struct {
 		name string
-		op   func(ctx context.Context, n int32) error
-		// cancelAfter, if positive, cancels the call this long after it
-		// starts.
-		cancelAfter time.Duration
+		// cancel, if set, has the call cancelled 10ms into its first
+		// attempt; cancelled is closed once it is.
+		cancel bool
+		op     func(ctx context.Context, n int, cancelled <-chan struct{}) error
 	}{
-		{"SucceedsOnSecondAttempt", func(ctx context.Context, n int32) error {
-			if n == 1 {
-				return ErrTransient
-			}
-			return nil
-		}, 0},
-		{"HonoursCtxAndIsCancelled", func(ctx context.Context, n int32) error {
+		{"SucceedsOnSecondAttempt", false, func(ctx context.Context, n int, _ <-chan struct{}) error {
+			return failsOnce(ErrTransient)(ctx, n)
+		}},
+		{"HonoursCtxAndIsCancelled", true, func(ctx context.Context, n int, _ <-chan struct{}) error {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(time.Second):
 				return ErrTransient
 			}
-		}, 10 * time.Millisecond},
-		{"IgnoresCtxAndIsCancelled", func(ctx context.Context, n int32) error {
+		}},
+		{"IgnoresCtxAndIsCancelled", true, func(ctx context.Context, n int, cancelled <-chan struct{}) error {
 			time.Sleep(30 * time.Millisecond) // ignores ctx
+			<-cancelled                       // and ends after the cancel, however late its timer
 			return ErrTransient
-		}, 10 * time.Millisecond},
+		}},
+		// A loop that hedges starts another attempt while the first runs;
+		// the second wins, and the first, the loser, takes a while to
+		// wind down once cancelled. A loop that returns without waiting
+		// for it leaves it running.
+		{"LaterAttemptWins", false, func(ctx context.Context, n int, _ <-chan struct{}) error {
+			if n > 1 {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				time.Sleep(20 * time.Millisecond)
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+				return ErrTransient
+			}
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := goleak.IgnoreCurrent()
 			ctx, cancel := context.WithCancel(context.Background())
-			if tc.cancelAfter > 0 {
-				stop := time.AfterFunc(tc.cancelAfter, cancel)
-				defer stop.Stop()
-			}
-			var c counter
-			var running atomic.Int32 // attempts in progress
-			op := c.op(tc.op)
-			s := Settings{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
-			l.Call(ctx, &spy{inner: unlimited{}}, s, func(ctx context.Context) error {
-				running.Add(1)
-				defer running.Add(-1)
-				return op(ctx)
+			defer cancel()
+			var returned, during atomic.Bool
+			var timer atomic.Pointer[time.Timer]
+			defer func() {
+				if tm := timer.Load(); tm != nil {
+					tm.Stop()
+				}
+			}()
+			cancelled := make(chan struct{})
+			var r *recorder
+			r = newRecorder(t, l, func(ctx context.Context, n int) error {
+				if tc.cancel && n == 1 {
+					timer.Store(time.AfterFunc(10*time.Millisecond, func() {
+						during.Store(!returned.Load())
+						cancel()
+						r.mark()
+						close(cancelled)
+					}))
+				}
+				return tc.op(ctx, n, cancelled)
 			})
-			if n := running.Load(); n > 0 {
-				t.Errorf("%s returned while %d attempt(s) still ran: the goroutine running it outlives the call", l.Name, n)
+			s := Settings{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+			res := r.call(ctx, &spy{inner: unlimited{}}, s)
+			returned.Store(true)
+			if r.spinning() {
+				r.release()
+				return
+			}
+			c := r.counts()
+			if res.running > 0 {
+				t.Errorf("%s returned while %d attempt(s) still ran: the goroutine running it outlives the call", l.Name, res.running)
 			}
 			// The call has returned. Everything it started must be gone;
 			// goleak retries for a while before it reports.
 			leak := goleak.Find(before)
-			cancel() // now release anything that waits on ctx
+			r.release() // now release anything that waits on ctx
+			cancel()
 			if leak != nil {
 				t.Errorf("%s left goroutines running after the call returned:\n%v", l.Name, leak)
+			}
+			// The premise: the loop attempted, and the cancel came while
+			// the call ran.
+			switch {
+			case c.n == 0:
+				unmet(t, "an attempt", fmt.Sprintf("%s made none", l.Name))
+			case tc.cancel && !during.Load():
+				unmet(t, "a cancel while the call runs, 10ms into its first attempt", fmt.Sprintf("%s had returned first, after %d attempts", l.Name, c.n))
+			case c.peak > 1:
+				t.Logf("%s ran up to %d attempts at once", l.Name, c.peak)
 			}
 		})
 	}
@@ -337,59 +541,92 @@ func checkSharedBudget(t *testing.T, l Loop) {
 			t.Fatal(err)
 		}
 		const calls = 20
-		type result struct {
+		type outcome struct {
 			spy      *spy
-			attempts int32
+			attempts int
 			lastFail time.Time
 			returned time.Time
+			spun     bool
 		}
-		results := make([]result, calls)
+		outcomes := make([]outcome, calls)
 		var wg sync.WaitGroup
 		for i := range calls {
 			wg.Go(func() {
 				sp := &spy{inner: shared}
-				var c counter
+				r := newRecorder(t, l, func(context.Context, int) error { return ErrTransient })
+				defer r.drain()
 				s := Settings{MaxAttempts: 4, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second}
-				l.Call(context.Background(), sp, s, c.op(func(context.Context, int32) error { return ErrTransient }))
-				results[i] = result{sp, c.n.Load(), time.Unix(0, c.lastFail.Load()), time.Now()}
+				res := r.call(context.Background(), sp, s)
+				o := outcome{spy: sp, returned: res.at, spun: r.spinning()}
+				for _, a := range r.list() {
+					o.attempts++
+					if a.end.After(o.lastFail) {
+						o.lastFail = a.end
+					}
+				}
+				outcomes[i] = o
 			})
 		}
 		wg.Wait()
-		total := 0
-		for i, r := range results {
-			sp := r.spy
-			total += sp.grants
-			if retries := int(r.attempts) - 1; retries != sp.grants {
+		grants, denials, asks := 0, 0, 0
+		for i, o := range outcomes {
+			if o.spun {
+				return
+			}
+			sp := o.spy
+			grants += sp.grants
+			denials += sp.denials
+			asks += sp.asks
+			if retries := o.attempts - 1; retries != sp.grants {
 				t.Errorf("call %d: %d retries but %d granted by the budget; every retry must be granted first, once", i, retries, sp.grants)
 			}
 			if sp.asks != sp.grants+sp.denials || sp.denials > 1 {
 				t.Errorf("call %d: asked %d times for %d grants and %d denials; want one ask per retry and at most one denial", i, sp.asks, sp.grants, sp.denials)
 			}
-			if sp.denials == 1 && !r.returned.Equal(r.lastFail) {
-				t.Errorf("call %d: denied, yet returned %v after its last attempt failed; a denied call must return at once, without waiting", i, r.returned.Sub(r.lastFail))
+			if sp.denials == 1 && !o.returned.Equal(o.lastFail) {
+				t.Errorf("call %d: denied, yet returned %v after its last attempt failed; a denied call must return at once, without waiting", i, o.returned.Sub(o.lastFail))
 			}
 			if sp.requests != 1 {
 				t.Errorf("call %d: %d requests reported to the budget; want 1", i, sp.requests)
 			}
 		}
-		if total > 5 {
-			t.Errorf("%d retries granted from a budget of 5", total)
+		if grants > 5 {
+			t.Errorf("%d retries granted from a budget of 5", grants)
+		}
+		// The premise: the budget granted retries, and then denied them.
+		if grants == 0 || denials == 0 {
+			unmet(t, fmt.Sprintf("retries granted by the shared budget of 5 and, once it is spent, denied, in %d calls that always fail, with MaxAttempts 4", calls),
+				fmt.Sprintf("%s asked %d times, for %d grants and %d denials", l.Name, asks, grants, denials))
 		}
 	})
 }
 
 func checkPermanent(t *testing.T, l Loop) {
 	synctest.Test(t, func(t *testing.T) {
-		var c counter
+		// The premise: the loop retries a transient error in the same call.
+		control := newRecorder(t, l, failsOnce(ErrTransient))
+		defer control.drain()
+		control.call(context.Background(), &spy{inner: unlimited{}}, settings)
+		if control.spinning() {
+			return
+		}
+		if _, ok := control.gap(); !ok {
+			unmet(t, "a retry of a transient error, in the same call", retried(l, control))
+			return
+		}
+
 		sp := &spy{inner: unlimited{}}
-		err := l.Call(context.Background(), sp, settings, c.op(func(context.Context, int32) error {
-			return fmt.Errorf("400 bad request: %w", ErrPermanent)
-		}))
-		if n := c.n.Load(); n != 1 || sp.asks != 0 {
+		r := newRecorder(t, l, func(context.Context, int) error { return fmt.Errorf("400 bad request: %w", ErrPermanent) })
+		defer r.drain()
+		res := r.call(context.Background(), sp, settings)
+		if r.spinning() {
+			return
+		}
+		if n := r.counts().n; n != 1 || sp.asks != 0 {
 			t.Errorf("%s made %d attempts and asked the budget %d times for a permanent error; want 1 and 0", l.Name, n, sp.asks)
 		}
-		if !errors.Is(err, ErrPermanent) {
-			t.Errorf("%s returned %v; want the permanent error", l.Name, err)
+		if !errors.Is(res.err, ErrPermanent) {
+			t.Errorf("%s returned %v; want the permanent error", l.Name, res.err)
 		}
 	})
 }
@@ -397,51 +634,66 @@ func checkPermanent(t *testing.T, l Loop) {
 func checkMaxElapsed(t *testing.T, l Loop) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit = 5 * time.Second
-		s := Settings{MaxAttempts: 1 << 30, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, MaxElapsed: limit}
-		start := time.Now()
-		var lastAttempt atomic.Int64
-		var attempts atomic.Int32
+		s := Settings{MaxAttempts: 1 << 30, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, MaxElapsed: limit, NoJitter: true}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			l.Call(ctx, &spy{inner: unlimited{}}, s, func(context.Context) error {
-				attempts.Add(1)
-				lastAttempt.Store(int64(time.Since(start)))
-				return ErrTransient
-			})
-		}()
+		r := newRecorder(t, l, func(context.Context, int) error { return ErrTransient })
+		defer r.drain()
+		done := r.start(ctx, &spy{inner: unlimited{}}, s)
+		var res result
 		select {
-		case <-done:
+		case res = <-done:
 		case <-time.After(time.Hour):
 			cancel() // stop the loop, so that the bubble can end
 			<-done
-			t.Fatalf("%s still retrying an hour into a call with MaxElapsed %v (%d attempts)", l.Name, limit, attempts.Load())
+			t.Fatalf("%s still retrying an hour into a call with MaxElapsed %v (%d attempts)", l.Name, limit, r.counts().n)
 		}
-		if d := time.Duration(lastAttempt.Load()); d > limit {
-			t.Errorf("%s attempted %v after the call started; want no attempt after MaxElapsed %v", l.Name, d, limit)
+		if r.spinning() {
+			return
 		}
-		if d := time.Since(start); d > limit+s.MaxDelay {
-			t.Errorf("%s returned %v after the call started; want within MaxElapsed %v plus one wait", l.Name, d, limit)
+		a := r.list()
+		if len(a) > 0 {
+			if d := a[len(a)-1].start.Sub(r.began); d > limit {
+				t.Errorf("%s attempted %v after the call started; want no attempt after MaxElapsed %v", l.Name, d, limit)
+			}
+		}
+		took := res.at.Sub(r.began)
+		if took > limit+s.MaxDelay {
+			t.Errorf("%s returned %v after the call started; want within MaxElapsed %v plus one wait", l.Name, took, limit)
+		}
+		// The premise: the loop went on until the limit ended it, that is
+		// until its next wait, at most MaxDelay, would pass the limit.
+		if took < limit-s.MaxDelay {
+			unmet(t, fmt.Sprintf("the elapsed limit reached: a call whose attempts all fail at once, with MaxAttempts 1<<30, retrying until its next wait (at most MaxDelay %v) would pass MaxElapsed %v", s.MaxDelay, limit),
+				fmt.Sprintf("%s returned after %v and %d attempts, with %v", l.Name, took, len(a), res.err))
 		}
 	})
 }
 
 func checkServerDelay(t *testing.T, l Loop) {
+	// The premise: the loop honours a server delay within its caps.
+	const delay = 500 * time.Millisecond
+	var saw string
+	reached := false
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder(t, l, failsOnce(&RetryAfterError{Delay: delay}))
+		defer r.drain()
+		r.call(context.Background(), &spy{inner: unlimited{}}, Settings{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Second})
+		gap, ok := r.gap()
+		reached, saw = ok && gap >= delay, retried(l, r)
+	})
+	if !reached {
+		unmet(t, fmt.Sprintf("a server delay honoured: a retry no sooner than a server delay of %v, with BaseDelay 1ms and MaxDelay 2s", delay), saw)
+		return
+	}
 	t.Run("CappedByMaxDelay", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			var at []time.Time
 			s := Settings{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Second}
-			l.Call(context.Background(), &spy{inner: unlimited{}}, s, func(context.Context) error {
-				at = append(at, time.Now())
-				if len(at) == 1 {
-					return &RetryAfterError{Delay: time.Hour}
-				}
-				return nil
-			})
-			if len(at) == 2 && at[1].Sub(at[0]) > s.MaxDelay {
-				t.Errorf("%s waited %v for a server delay of 1h; want at most MaxDelay %v", l.Name, at[1].Sub(at[0]), s.MaxDelay)
+			r := newRecorder(t, l, failsOnce(&RetryAfterError{Delay: time.Hour}))
+			defer r.drain()
+			r.call(context.Background(), &spy{inner: unlimited{}}, s)
+			if gap, ok := r.gap(); ok && gap > s.MaxDelay {
+				t.Errorf("%s waited %v for a server delay of 1h; want at most MaxDelay %v", l.Name, gap, s.MaxDelay)
 			}
 		})
 	})
@@ -449,46 +701,80 @@ func checkServerDelay(t *testing.T, l Loop) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			start := time.Now()
-			attempts := 0
 			s := Settings{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Minute}
-			l.Call(ctx, &spy{inner: unlimited{}}, s, func(context.Context) error {
-				attempts++
-				return &RetryAfterError{Delay: 10 * time.Second}
-			})
-			if d := time.Since(start); d > 3*time.Second {
+			r := newRecorder(t, l, func(context.Context, int) error { return &RetryAfterError{Delay: 10 * time.Second} })
+			defer r.drain()
+			res := r.call(ctx, &spy{inner: unlimited{}}, s)
+			if r.spinning() {
+				return
+			}
+			if d := res.at.Sub(r.began); d > 3*time.Second {
 				t.Errorf("%s returned %v after the call started with 3s left and a 10s server delay; want no wait past the deadline", l.Name, d)
 			}
-			if attempts != 1 {
-				t.Errorf("%s made %d attempts; want 1", l.Name, attempts)
+			if n := r.counts().n; n != 1 {
+				t.Errorf("%s made %d attempts; want 1", l.Name, n)
 			}
 		})
 	})
 }
 
 func checkIgnoringOp(t *testing.T, l Loop) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		var c counter
-		var finished atomic.Bool
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			l.Call(ctx, &spy{inner: unlimited{}}, settings, c.op(func(context.Context, int32) error {
+	t.Run("CancelledDuringAttempt", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			r := newRecorder(t, l, func(context.Context, int) error {
 				time.Sleep(time.Second) // ignores ctx
-				finished.Store(true)
 				return ErrTransient
-			}))
-		}()
-		time.Sleep(100 * time.Millisecond)
-		cancel()
-		<-done
-		if !finished.Load() {
-			t.Errorf("%s returned before its operation finished: the operation outlived the call", l.Name)
-		}
-		if n := c.n.Load(); n != 1 {
-			t.Errorf("%s made %d attempts; want 1, none after the cancel", l.Name, n)
-		}
+			})
+			defer r.drain()
+			done := r.start(ctx, &spy{inner: unlimited{}}, settings)
+			time.Sleep(100 * time.Millisecond)
+			// The premise: an attempt runs when the caller cancels.
+			if c := r.counts(); c.running == 0 {
+				if !r.spinning() {
+					unmet(t, "an attempt running when the caller cancels, 100ms into a call whose attempts take 1s", fmt.Sprintf("%s had made %d attempts, none running", l.Name, c.n))
+				}
+				return
+			}
+			r.mark()
+			cancel()
+			res := <-done
+			if r.spinning() {
+				return
+			}
+			if res.running > 0 {
+				t.Errorf("%s returned while %d of its attempts still ran: the operation outlived the call", l.Name, res.running)
+			}
+			if n := r.counts().afterMark; n > 0 {
+				t.Errorf("%s made %d attempts after the cancel; want none", l.Name, n)
+			}
+		})
+	})
+	t.Run("LaterAttemptWins", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// The first attempt ignores ctx and takes a second; any other
+			// succeeds at once. A loop that hedges starts one while the
+			// first runs, and must wait for the first, its loser, before
+			// it returns; a loop that does not hedges retries after it.
+			r := newRecorder(t, l, func(_ context.Context, n int) error {
+				if n == 1 {
+					time.Sleep(time.Second)
+					return ErrTransient
+				}
+				return nil
+			})
+			defer r.drain()
+			res := r.call(context.Background(), &spy{inner: unlimited{}}, settings)
+			if r.spinning() {
+				return
+			}
+			if res.running > 0 {
+				t.Errorf("%s returned while %d earlier attempt(s) still ran: a loop that hedges must cancel its losers and wait for them before it returns", l.Name, res.running)
+			}
+			if c := r.counts(); c.peak > 1 {
+				t.Logf("%s ran up to %d attempts at once", l.Name, c.peak)
+			}
+		})
 	})
 }

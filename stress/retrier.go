@@ -3,12 +3,14 @@ package stress
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
 )
 
 // RetrierLoop adapts the budget package's Retrier to the loop checks: a
-// model for writing an adapter of your own.
+// model for writing an adapter of your own. It honours every field of
+// Settings, NoJitter and FixedDelay through the Retrier's Jitter hook.
 func RetrierLoop() Loop {
 	return Loop{
 		Name: "budget.Retrier",
@@ -25,6 +27,14 @@ func RetrierLoop() Loop {
 					}
 					return budget.DefaultClassifier(err)
 				},
+			}
+			switch {
+			case s.FixedDelay:
+				// BaseDelay itself, zero included (the Retrier reads a
+				// zero BaseDelay as its default, but the pick is ours).
+				r.Jitter = func(time.Duration) time.Duration { return s.BaseDelay }
+			case s.NoJitter:
+				r.Jitter = func(ceiling time.Duration) time.Duration { return ceiling }
 			}
 			return r.Do(ctx, func(ctx context.Context, _ budget.Attempt) error { return op(ctx) })
 		},

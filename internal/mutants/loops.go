@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
@@ -26,10 +27,22 @@ type loopBugs struct {
 	waitIntoDeadline    bool // waits into the deadline, then looks at ctx as it should
 	elapsedPerAttempt   bool // measures MaxElapsed from the last attempt, not from the start
 	uncappedServerDelay bool // waits as long as the server says, past MaxDelay
+	spinAtLimit         bool // caps each wait by the time left to MaxElapsed, and stops only once past it
+
+	// Loops that keep every promise, but cannot bring about the situation
+	// a check needs: the check must say "premise not reached".
+	jitterNeverZero   bool // every backoff wait is at least 1ns, whatever FixedDelay says
+	ignoreServerDelay bool // backs off as from any failure, whatever the server asks
+	jitterServerDelay bool // adds up to a tenth of a server delay, at least 1ns, to it
+	waitCap           bool // never waits more than a second, whatever MaxDelay says
+	shunLongDelay     bool // gives up at once when the server asks for more than a minute
+	attemptsCap       bool // makes at most 5 attempts, whatever MaxAttempts says
+	neverRetries      bool // returns the first failure
 }
 
 // naiveLoop is a plain retry loop as people write it by hand, with full
-// jitter, server delays capped at MaxDelay, and MaxElapsed; bugs breaks it.
+// jitter (or none, or a fixed delay, as Settings ask), server delays capped
+// at MaxDelay, and MaxElapsed; bugs breaks it.
 func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
 	return func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
 		if !bugs.noCtxCheck && ctx.Err() != nil {
@@ -72,19 +85,28 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 			if n >= s.MaxAttempts {
 				return err
 			}
-			next := budget.Transient
-			wait := time.Duration(rand.Int64N(int64(min(s.BaseDelay<<min(n-1, 30), s.MaxDelay)) + 1))
-			var ra *stress.RetryAfterError
-			if errors.As(err, &ra) {
-				next, wait = budget.Throttled, min(ra.Delay, s.MaxDelay)
-				if bugs.uncappedServerDelay {
-					wait = ra.Delay
-				}
+			if bugs.neverRetries {
+				return err
+			}
+			if bugs.attemptsCap && n >= 5 {
+				return err
+			}
+			next, wait := naiveWait(bugs, s, n, err)
+			if wait < 0 {
+				return err // the server asks for too long
 			}
 			if d, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(d) && !bugs.noLookahead && !bugs.waitIntoDeadline {
 				return err
 			}
-			if s.MaxElapsed > 0 && time.Since(start)+wait >= s.MaxElapsed {
+			if s.MaxElapsed > 0 && bugs.spinAtLimit {
+				// Off by one: at the limit, the time left is zero, and so
+				// is the wait, and the loop goes round again at once.
+				left := s.MaxElapsed - time.Since(start)
+				if left < 0 {
+					return err
+				}
+				wait = min(wait, left)
+			} else if s.MaxElapsed > 0 && time.Since(start)+wait >= s.MaxElapsed {
 				return err
 			}
 			if !bugs.askAfterSleep {
@@ -119,16 +141,58 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 	}
 }
 
+// naiveWait returns the kind of the retry after attempt n failed with err,
+// and the wait before it.
+func naiveWait(bugs loopBugs, s stress.Settings, n int, err error) (budget.Kind, time.Duration) {
+	ceiling := min(s.BaseDelay<<min(n-1, 30), s.MaxDelay)
+	var wait time.Duration
+	switch {
+	case bugs.jitterNeverZero:
+		wait = 1 + time.Duration(rand.Int64N(int64(ceiling)+1))
+	case s.FixedDelay:
+		wait = s.BaseDelay
+	case s.NoJitter:
+		wait = ceiling
+	default:
+		wait = time.Duration(rand.Int64N(int64(ceiling) + 1))
+	}
+	var ra *stress.RetryAfterError
+	if !errors.As(err, &ra) || bugs.ignoreServerDelay {
+		if bugs.waitCap {
+			wait = min(wait, time.Second)
+		}
+		return budget.Transient, wait
+	}
+	wait = ra.Delay
+	if bugs.jitterServerDelay {
+		wait += 1 + time.Duration(rand.Int64N(int64(ra.Delay/10)+1))
+	}
+	if !bugs.uncappedServerDelay {
+		wait = min(wait, s.MaxDelay)
+	}
+	if bugs.waitCap {
+		wait = min(wait, time.Second)
+	}
+	if bugs.shunLongDelay && ra.Delay > time.Minute {
+		wait = -1 // give up
+	}
+	return budget.Throttled, wait
+}
+
 // A LoopMutant is a deliberately broken retry loop and the loop check that
 // must catch it.
 type LoopMutant struct {
 	Loop     stress.Loop
 	CaughtBy string // the name of a stress.LoopCheck
 	Bug      string
+	// Premise marks a loop that keeps the promise but cannot bring about
+	// the situation CaughtBy needs: the check must fail it with "premise
+	// not reached", where it used to pass for want of a test.
+	Premise bool
 }
 
-// Loops returns the loop mutants, and CorrectLoop the loop they are built
-// from.
+// Loops returns the loop mutants; CorrectLoop and CorrectHedgeLoop are the
+// loops they are built from.
 func Loops() []LoopMutant {
 	m := func(name, check, bug string, b loopBugs) LoopMutant {
 		return LoopMutant{Loop: stress.Loop{Name: name, Call: naiveLoop(b)}, CaughtBy: check, Bug: bug}
@@ -170,10 +234,167 @@ func Loops() []LoopMutant {
 		m("UncappedServerDelay", "ServerDelayCapped",
 			"waits as long as Retry-After says, however long, instead of at most MaxDelay",
 			loopBugs{uncappedServerDelay: true}),
+		m("SpinAtElapsedLimit", "MaxElapsedEndsTheLoop",
+			"caps each wait by the time left to MaxElapsed but stops only once past it, so at the limit it retries with no wait, forever, while the clock stands still",
+			loopBugs{spinAtLimit: true}),
+		hedge("HedgeNoJoin", "IgnoringOpEndsTheCall",
+			"hedges, and returns as soon as it has an answer or the caller cancels, without waiting for the attempts it cancelled",
+			hedgeBugs{noJoin: true}),
+		hedge("HedgeWinnerNoJoin", "IgnoringOpEndsTheCall",
+			"hedges, and waits for its cancelled attempts when the call fails or is cancelled, but not when an attempt wins, so the losers outlive a successful call",
+			hedgeBugs{winnerReturnsEarly: true}),
+		premise(m("JitterNeverZero", "NoAttemptAfterCancel",
+			"never waits less than 1ns before a retry, and ignores FixedDelay, so there is no retry without a wait, where only a look at ctx can stop it",
+			loopBugs{jitterNeverZero: true})),
+		premise(m("ServerDelayJittered", "NoAttemptOnExpiredDeadline",
+			"adds jitter to a server delay, so no wait ends at the deadline's instant",
+			loopBugs{jitterServerDelay: true})),
+		premise(m("WaitCapped", "GiveUpBeforeDeadline",
+			"never waits more than a second, whatever MaxDelay and the server say, so no wait it begins reaches a deadline 3s away",
+			loopBugs{waitCap: true})),
+		premise(m("ShunsLongServerDelay", "PromptReturnOnCancel",
+			"gives up at once when the server asks for more than a minute, so it is not waiting when the caller cancels",
+			loopBugs{shunLongDelay: true})),
+		premise(m("AttemptsCapped", "MaxElapsedEndsTheLoop",
+			"makes at most 5 attempts whatever MaxAttempts says, so the elapsed limit is never reached",
+			loopBugs{attemptsCap: true})),
+		premise(m("IgnoresServerDelay", "ServerDelayCapped",
+			"backs off from a server's delay as from any failure, so there is no server delay to cap",
+			loopBugs{ignoreServerDelay: true})),
+		premise(m("NeverRetries", "PermanentNeverRetried",
+			"returns the first failure, transient or not, so there is no retry to withhold",
+			loopBugs{neverRetries: true})),
+	}
+}
+
+func hedge(name, check, bug string, b hedgeBugs) LoopMutant {
+	return LoopMutant{Loop: stress.Loop{Name: name, Call: hedgedLoop(b)}, CaughtBy: check, Bug: bug}
+}
+
+func premise(m LoopMutant) LoopMutant {
+	m.Premise = true
+	return m
+}
+
+// hedgeDelay is how long hedgedLoop lets an attempt run before it starts
+// another.
+const hedgeDelay = 5 * time.Millisecond
+
+// hedgeBugs selects the bug a hedging mutant carries.
+type hedgeBugs struct {
+	noJoin             bool // never waits for the attempts it cancels
+	winnerReturnsEarly bool // waits for them, except after a win
+}
+
+// hedgedLoop is a hedging retry loop: while an attempt runs, it starts
+// another every hedgeDelay, each a retry the budget must grant first, up to
+// MaxAttempts in all, and the first success wins. A failure with no
+// attempt left running is retried after a backoff (or the server's delay),
+// as naiveLoop retries. Before it returns, it cancels the attempts still
+// running and waits for them; bugs breaks that.
+func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
+	return func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		start := time.Now()
+		b.Request()
+		type result struct {
+			err  error
+			kind budget.Kind
+		}
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var wg sync.WaitGroup
+		results := make(chan result)
+		finished := make(chan struct{}) // closed when the call is decided: no one reads results then
+		running, n := 0, 0
+		launch := func(kind budget.Kind) {
+			n++
+			running++
+			wg.Go(func() {
+				r := result{op(actx), kind}
+				select {
+				case results <- r:
+				case <-finished:
+				}
+			})
+		}
+		finish := func(err error, won bool) error {
+			close(finished)
+			cancel()
+			if !bugs.noJoin && !(won && bugs.winnerReturnsEarly) {
+				wg.Wait()
+			}
+			return err
+		}
+		launch(budget.FirstAttempt)
+		timer := time.NewTimer(hedgeDelay)
+		defer timer.Stop()
+		pending := false // the timer is a backoff: a granted retry starts when it fires
+		next := budget.Transient
+		var last error
+		for {
+			select {
+			case r := <-results:
+				running--
+				if r.err == nil {
+					b.Success(r.kind)
+					return finish(nil, true)
+				}
+				last = r.err
+				switch {
+				case ctx.Err() != nil:
+					return finish(errors.Join(ctx.Err(), r.err), false)
+				case errors.Is(r.err, stress.ErrPermanent):
+					return finish(r.err, false)
+				case running > 0:
+					continue // the others may yet win
+				case n >= s.MaxAttempts:
+					return finish(r.err, false)
+				}
+				kind, wait := naiveWait(loopBugs{}, s, n, r.err)
+				if d, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(d) {
+					return finish(r.err, false)
+				}
+				if s.MaxElapsed > 0 && time.Since(start)+wait >= s.MaxElapsed {
+					return finish(r.err, false)
+				}
+				if !b.Retry(kind) {
+					return finish(errors.Join(budget.ErrDenied, r.err), false)
+				}
+				next, pending = kind, true
+				timer.Reset(wait)
+			case <-timer.C:
+				if ctx.Err() != nil {
+					return finish(errors.Join(ctx.Err(), last), false)
+				}
+				if pending {
+					if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+						return finish(errors.Join(context.DeadlineExceeded, last), false)
+					}
+					pending = false
+					launch(next)
+				} else if running > 0 && n < s.MaxAttempts && b.Retry(budget.Transient) {
+					launch(budget.Transient) // a hedge
+				}
+				if n < s.MaxAttempts {
+					timer.Reset(hedgeDelay)
+				}
+			case <-ctx.Done():
+				return finish(errors.Join(ctx.Err(), last), false)
+			}
+		}
 	}
 }
 
 // CorrectLoop is naiveLoop with no bug: it must pass every loop check.
 func CorrectLoop() stress.Loop {
 	return stress.Loop{Name: "mutants.CorrectLoop", Call: naiveLoop(loopBugs{})}
+}
+
+// CorrectHedgeLoop is hedgedLoop with no bug: it must pass every loop
+// check.
+func CorrectHedgeLoop() stress.Loop {
+	return stress.Loop{Name: "mutants.CorrectHedge", Call: hedgedLoop(hedgeBugs{})}
 }

@@ -18,10 +18,11 @@ func TestLoopKillMatrix(t *testing.T) {
 	type row struct {
 		loop     stress.Loop
 		caughtBy string
+		premise  bool
 	}
-	rows := []row{{stress.RetrierLoop(), ""}, {mutants.CorrectLoop(), ""}}
+	rows := []row{{stress.RetrierLoop(), "", false}, {mutants.CorrectLoop(), "", false}, {mutants.CorrectHedgeLoop(), "", false}}
 	for _, m := range mutants.Loops() {
-		rows = append(rows, row{m.Loop, m.CaughtBy})
+		rows = append(rows, row{m.Loop, m.CaughtBy, m.Premise})
 	}
 	checks := stress.LoopChecks()
 	results := map[string]map[string]stress.Outcome{}
@@ -38,6 +39,8 @@ func TestLoopKillMatrix(t *testing.T) {
 				t.Errorf("%s failed %s (%s):\n%s", r.loop.Name, c.Name, o.Result, o.Output)
 			case r.caughtBy == c.Name && o.Result != "fail" && o.Result != "crash":
 				t.Errorf("%s escaped %s (%s), the check that must catch it", r.loop.Name, c.Name, o.Result)
+			case r.caughtBy == c.Name && r.premise != strings.Contains(o.Output, "premise not reached:"):
+				t.Errorf("%s failed %s, but premise not reached is %v, want %v:\n%s", r.loop.Name, c.Name, !r.premise, r.premise, o.Output)
 			case r.caughtBy == c.Name:
 				t.Logf("%s caught by %s:\n%s", r.loop.Name, c.Name, indent(o.Output))
 			}
