@@ -203,7 +203,8 @@ func parseOutcome(out, parent, check string, exit int) Outcome {
 
 // trailer returns lines, the output after the result line of the check
 // named name, without what every child prints there: the results and
-// events of the tests that enclose it, PASS or FAIL, and blank lines.
+// events of the tests that enclose it and of its own subtests (whose
+// results follow its own), PASS or FAIL, and blank lines.
 func trailer(lines []string, name string) string {
 	var b strings.Builder
 	for _, line := range lines {
@@ -215,7 +216,7 @@ func trailer(lines []string, name string) string {
 		if m == nil {
 			m = eventLine.FindStringSubmatch(line)
 		}
-		if m != nil && strings.HasPrefix(name, m[2]+"/") {
+		if m != nil && (strings.HasPrefix(name, m[2]+"/") || m[2] == name || strings.HasPrefix(m[2], name+"/")) {
 			continue
 		}
 		b.WriteString(line + "\n")

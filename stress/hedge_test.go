@@ -1,0 +1,147 @@
+package stress_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/stress"
+)
+
+// hedgeAfter is how long hedge lets its attempts run before it starts
+// another beside them.
+const hedgeAfter = 5 * time.Millisecond
+
+// hedge is a hedging retry loop, written from the loop contract: it starts
+// an attempt, and another every hedgeAfter while those before it still run
+// (each a retry the budget grants first, MaxAttempts in all); the first
+// success wins. Once every attempt so far has failed, it backs off (or
+// waits the server's delay) and retries, as a loop without hedging does.
+// Before it returns, it cancels the attempts that still run and waits for
+// them.
+func hedge(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	start := time.Now()
+	b.Request()
+	type outcome struct {
+		err  error
+		kind budget.Kind
+	}
+	actx, cancel := context.WithCancel(ctx)
+	outcomes := make(chan outcome)
+	var wg sync.WaitGroup
+	defer func() {
+		// Cancel the losers and wait for them, reading what they send.
+		cancel()
+		go func() { wg.Wait(); close(outcomes) }()
+		for range outcomes {
+		}
+	}()
+	inflight, attempts := 0, 0
+	send := func(kind budget.Kind) {
+		attempts++
+		inflight++
+		wg.Go(func() { outcomes <- outcome{op(actx), kind} })
+	}
+	send(budget.FirstAttempt)
+	hedging := true // false once the budget denies a hedge
+	var last error
+	for {
+		retry := inflight == 0 // every attempt so far has failed
+		var wake <-chan time.Time
+		kind := budget.Transient
+		switch {
+		case retry:
+			var wait time.Duration
+			kind, wait = hedgeBackoff(s, attempts, last)
+			if d, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(d) {
+				return errors.Join(budget.ErrNoTime, last)
+			}
+			if s.MaxElapsed > 0 && time.Since(start)+wait >= s.MaxElapsed {
+				return errors.Join(budget.ErrNoTime, last)
+			}
+			if !b.Retry(kind) {
+				return errors.Join(budget.ErrDenied, last)
+			}
+			wake = time.After(wait)
+		case hedging && attempts < s.MaxAttempts:
+			wake = time.After(hedgeAfter)
+		}
+		select {
+		case o := <-outcomes:
+			inflight--
+			switch {
+			case o.err == nil:
+				b.Success(o.kind)
+				return nil
+			case ctx.Err() != nil:
+				return errors.Join(ctx.Err(), o.err)
+			case errors.Is(o.err, stress.ErrPermanent):
+				return o.err
+			}
+			last = o.err
+			if inflight == 0 && attempts >= s.MaxAttempts {
+				return errors.Join(budget.ErrAttempts, last)
+			}
+		case <-wake:
+			if err := ctx.Err(); err != nil {
+				return errors.Join(err, last)
+			}
+			switch {
+			case retry:
+				if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+					return errors.Join(context.DeadlineExceeded, last)
+				}
+				send(kind)
+			case b.Retry(budget.Transient):
+				send(budget.Transient)
+			default:
+				hedging = false
+			}
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), last)
+		}
+	}
+}
+
+// hedgeBackoff returns the kind of the retry after attempt n failed with
+// err, and the wait before it, as Settings ask.
+func hedgeBackoff(s stress.Settings, n int, err error) (budget.Kind, time.Duration) {
+	var ra *stress.RetryAfterError
+	if errors.As(err, &ra) {
+		return budget.Throttled, min(ra.Delay, s.MaxDelay)
+	}
+	ceiling := min(s.BaseDelay<<min(n-1, 30), s.MaxDelay)
+	switch {
+	case s.FixedDelay:
+		return budget.Transient, s.BaseDelay
+	case s.NoJitter:
+		return budget.Transient, ceiling
+	}
+	return budget.Transient, time.Duration(rand.Int64N(int64(ceiling) + 1))
+}
+
+func hedgeLoop() stress.Loop { return stress.Loop{Name: "hedge", Call: hedge} }
+
+// A loop that hedges keeps every promise, every time: the checks count
+// attempts made after a cancel, not attempts, and wait for its losers.
+func TestHedgePassesLoopChecks(t *testing.T) {
+	for range *loopReps {
+		for _, c := range stress.LoopChecks() {
+			t.Run(c.Name, func(t *testing.T) { c.Run(t, hedgeLoop()) })
+		}
+		if t.Failed() {
+			break
+		}
+	}
+}
+
+func TestHedgePassesIsolatedLoopChecks(t *testing.T) {
+	stress.CheckLoop(t, hedgeLoop())
+}
