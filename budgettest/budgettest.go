@@ -36,10 +36,13 @@ type Subject[S any] struct {
 	// Scale and Horizon tell the checks which clock steps matter: Scale is
 	// the step around which answers change (a slot width, the time a
 	// refill takes to pay for one retry), Horizon the longest that still
-	// matters (zero means 100 × Scale). A zero Scale means the budget's
-	// answers do not depend on time, and no clock steps are made. Both are
-	// at most 2^52 ns (2^46 ns, about 19.5 hours, with WallClock), and
-	// Scale is at most Horizon.
+	// matters (zero means 100 × Scale). Both are at most 2^52 ns (2^46 ns,
+	// about 19.5 hours, with WallClock), and Scale is at most Horizon.
+	// Leave both zero to take them from a model that implements
+	// model.Timed, as the model package's do. With neither, the suite
+	// steps the model's clock itself before any check: a model whose
+	// answers change with time fails the subject, since no check would
+	// make a clock step; one that ignores time is checked without them.
 	Scale, Horizon time.Duration
 	// WallClock says the budget reads time.Now itself. Every check then
 	// runs inside a testing/synctest bubble, clock steps are time.Sleep,
@@ -128,7 +131,8 @@ func Checks() []Check {
 // are left behind.
 func Run[S any](t *testing.T, sub Subject[S]) {
 	t.Helper()
-	if f := sub.prepare(t); f != nil {
+	sub, f := sub.prepare(t)
+	if f != nil {
 		t.Error(f)
 		return
 	}
@@ -151,7 +155,8 @@ func Run[S any](t *testing.T, sub Subject[S]) {
 // joined, each prefixed with its check's name, or nil.
 func Verify[S any](t *testing.T, sub Subject[S]) error {
 	t.Helper()
-	if f := sub.prepare(t); f != nil {
+	sub, f := sub.prepare(t)
+	if f != nil {
 		return f
 	}
 	var errs []error
@@ -168,7 +173,8 @@ func Verify[S any](t *testing.T, sub Subject[S]) error {
 // meet (Invariant for a model of your own, say) returns nil.
 func VerifyCheck[S any](t *testing.T, sub Subject[S], c Check) error {
 	t.Helper()
-	if f := sub.prepare(t); f != nil {
+	sub, f := sub.prepare(t)
+	if f != nil {
 		return f
 	}
 	if err := sub.run(t, c); err != nil && !errors.As(err, new(skip)) {
@@ -184,12 +190,14 @@ func RunLoop(t *testing.T, l stress.Loop) {
 	stress.CheckLoop(t, l)
 }
 
-// prepare validates sub and builds its first budget.
-func (sub Subject[S]) prepare(t *testing.T) *Failure {
-	if f := sub.validate(); f != nil {
-		return f
+// prepare validates sub, takes its timing from the model when it gives
+// none, and builds its first budget.
+func (sub Subject[S]) prepare(t *testing.T) (Subject[S], *Failure) {
+	sub, f := sub.checked()
+	if f != nil {
+		return sub, f
 	}
-	return sub.probe(t)
+	return sub, sub.probe(t)
 }
 
 // run runs one check and maps what went wrong to a Failure.

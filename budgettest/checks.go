@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -51,8 +52,12 @@ func checkModel[S any](t *testing.T, sub Subject[S]) error {
 		if !m.Equal(a, b) || m.Hash(a) != m.Hash(b) {
 			return fail(ruleModel, "%s: two calls of Init give different states: %s and %s", name, m.DescribeState(a), m.DescribeState(b))
 		}
+		var now time.Duration
 		for i := range modelSteps {
-			op := harness.Op(src, tm)
+			op := harness.Op(src, tm, now)
+			if op.Op == model.Advance {
+				now += op.D
+			}
 			a2, ga := m.Step(a, op)
 			b2, gb := m.Step(b, op)
 			if ga != gb || !m.Equal(a2, b2) || m.Hash(a2) != m.Hash(b2) {
@@ -226,9 +231,28 @@ func checkRace[S any](t *testing.T, sub Subject[S]) error {
 	return err
 }
 
+// burstRuns is how many burst runs the Invariant check makes, each of its
+// own seed.
+const burstRuns = 3
+
 func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
+	for seed := range uint64(burstRuns) {
+		hs := sub.harness(t)
+		err := hs.Guard("a burst run", func() error {
+			return hs.InBubble(t, "a burst run", func(t *testing.T) error {
+				return stressrun.Bursts(stressrun.BurstConfig{Seed: seed + 1}, sub.harness(t))
+			})
+		})
+		var m *stressrun.Mismatch
+		if errors.As(err, &m) {
+			return fail(ruleBursts, "%s: burst run %d: %v", sub.name(), seed+1, err)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if !stressrun.HasInvariant(sub.Model) {
-		return skip(fmt.Sprintf("no conservation invariant is known for %T: the Invariant check covers the model package's models", sub.Model))
+		return nil // the bursts hold for any model; the family invariants need one of the model package's
 	}
 	for seed := range uint64(3) {
 		run, err := stressrun.Stress(sub.stressConfig(seed+1), sub.harness(t))
@@ -272,40 +296,79 @@ func checkLeak[S any](t *testing.T, sub Subject[S]) error {
 	return nil
 }
 
-// replays returns the edge-case sequences of the Replay check. far is the
-// longest clock jump: centuries on a ManualClock, less on the wall clock of
-// a bubble, whose timers overflow.
-func replays(scale, far time.Duration) map[string][]model.Op {
-	var drain, fractions, jumps []model.Op
+// A replay is one fixed sequence of the Replay check, run on a budget of
+// its own.
+type replay struct {
+	name string
+	ops  []model.Op
+}
+
+// volumeRounds is how many request-and-success pairs the volume replay
+// makes at one instant: past 2^16 of each, and far past 2^32 once a count
+// is multiplied by a ratio in parts per million.
+const volumeRounds = 70_000
+
+// replays returns the edge-case sequences of the Replay check: a drain; a
+// volume of more than 100,000 calls at one instant; for a budget whose
+// answers depend on time, refill fractions and jumps. On a ManualClock the
+// jumps are far steps beside every overflow threshold of elapsed × rate
+// (harness.Jumps) and across every order of magnitude to 2^62, each on a
+// budget of its own; on the wall clock of a bubble, whose timers overflow,
+// 1000 horizons.
+func (sub Subject[S]) replays() []replay {
+	scale, tm := sub.Scale, sub.harness(nil).Timing
+	var drain, volume, fractions []model.Op
 	for range 600 {
 		drain = append(drain, model.OpRetry(model.Transient), model.OpRetry(model.Throttled))
 	}
 	drain = append(drain, model.OpSuccess(model.Transient), model.OpSuccess(model.FirstAttempt), model.OpRetry(model.Throttled))
-	if scale > 0 {
-		for range 300 {
-			fractions = append(fractions, model.OpAdvance(scale/7+1), model.OpRetry(model.Transient), model.OpRequest)
-		}
-		jumps = []model.Op{model.OpRequest, model.OpRetry(model.Transient), model.OpAdvance(far), model.OpRetry(model.Transient),
-			model.OpRequest, model.OpAdvance(scale), model.OpRetry(model.Throttled), model.OpAdvance(far / 2), model.OpRetry(model.Transient)}
+	volume = make([]model.Op, 0, 2*volumeRounds+4000)
+	for range volumeRounds {
+		volume = append(volume, model.OpRequest, model.OpSuccess(model.FirstAttempt))
 	}
-	return map[string][]model.Op{"drain": drain, "fractions": fractions, "jumps": jumps}
+	for range 2000 {
+		volume = append(volume, model.OpRetry(model.Transient), model.OpRetry(model.Throttled))
+	}
+	out := []replay{{"drain", drain}, {"volume", volume}}
+	if scale == 0 {
+		return out
+	}
+	for range 300 {
+		fractions = append(fractions, model.OpAdvance(scale/7+1), model.OpRetry(model.Transient), model.OpRequest)
+	}
+	out = append(out, replay{"fractions", fractions})
+	jumps := harness.Jumps(tm)
+	if sub.WallClock {
+		far := 1000 * max(sub.Horizon, sub.Scale)
+		jumps = []time.Duration{far, far/2 + 1}
+	} else {
+		// An order of magnitude from the horizon's to 2^62, and a value
+		// in each that is neither round nor a power of two.
+		src := rand.New(rand.NewPCG(3, 5))
+		for e := bits.Len64(uint64(max(sub.Horizon, scale))); e < 63; e++ {
+			jumps = append(jumps, time.Duration(int64(1)<<(e-1)+src.Int64N(int64(1)<<(e-1))|1))
+		}
+	}
+	for _, j := range jumps {
+		var ops []model.Op
+		for range 8 {
+			ops = append(ops, model.OpRequest, model.OpRetry(model.Transient), model.OpRetry(model.Throttled))
+		}
+		ops = append(ops, model.OpAdvance(j), model.OpRetry(model.Transient), model.OpRequest, model.OpRetry(model.Throttled),
+			model.OpSuccess(model.Transient), model.OpAdvance(scale), model.OpRetry(model.Transient), model.OpAdvance(scale/3+1),
+			model.OpRetry(model.Throttled), model.OpSuccess(model.FirstAttempt))
+		out = append(out, replay{fmt.Sprintf("jump of %d ns", int64(j)), ops})
+	}
+	return out
 }
 
 func checkReplay[S any](t *testing.T, sub Subject[S]) error {
-	far := time.Duration(1 << 62)
-	if sub.WallClock {
-		far = 1000 * max(sub.Horizon, sub.Scale)
-	}
 	var errs []error
-	for _, name := range []string{"drain", "fractions", "jumps"} {
-		ops := replays(sub.Scale, far)[name]
-		if len(ops) == 0 {
-			continue
-		}
+	for _, r := range sub.replays() {
 		hs := sub.harness(t)
-		err := hs.Guard("the replay "+name, func() error {
-			return hs.InBubble(t, "the replay "+name, func(t *testing.T) error {
-				return seqcheck.Replay(sub.harness(t), sub.Model.Init(), 0, ops)
+		err := hs.Guard("the replay "+r.name, func() error {
+			return hs.InBubble(t, "the replay "+r.name, func(t *testing.T) error {
+				return seqcheck.Replay(sub.harness(t), sub.Model.Init(), 0, r.ops)
 			})
 		})
 		var h *harness.Fault
@@ -313,7 +376,10 @@ func checkReplay[S any](t *testing.T, sub Subject[S]) error {
 		case errors.As(err, &h):
 			return err
 		case err != nil:
-			errs = append(errs, fail(ruleReplay, "%s: replay %q: %v", sub.name(), name, err))
+			errs = append(errs, fail(ruleReplay, "%s: replay %q: %v", sub.name(), r.name, err))
+			if len(errs) == 3 {
+				return errors.Join(errs...)
+			}
 		}
 	}
 	return errors.Join(errs...)

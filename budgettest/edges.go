@@ -114,7 +114,8 @@ func checkEdges[S any](t *testing.T, sub Subject[S]) error {
 // is fuzzed from instant 0 only; a wall-clock subject is skipped.
 func Fuzz[S any](f *testing.F, sub Subject[S]) {
 	f.Helper()
-	if fl := sub.validate(); fl != nil {
+	sub, fl := sub.checked()
+	if fl != nil {
 		f.Fatal(fl)
 	}
 	if sub.WallClock {

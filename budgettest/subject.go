@@ -2,7 +2,9 @@ package budgettest
 
 import (
 	"errors"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +141,88 @@ func (sub Subject[S]) failure(err error) *Failure {
 		return fail(ruleNoLeak, "%s: %v (during %s)", name, h.Value, h.During)
 	}
 	return fail(rulePanic, "%s: %v", name, h)
+}
+
+// checked validates sub and returns it with its timing resolved: Scale and
+// Horizon from a model.Timed model when the subject gives none, clamped to
+// what a wall-clock subject may sleep. A subject that leaves time out while
+// its model's answers depend on it fails here, with the two histories that
+// show it.
+func (sub Subject[S]) checked() (Subject[S], *Failure) {
+	if f := sub.validate(); f != nil {
+		return sub, f
+	}
+	if sub.Scale > 0 {
+		return sub, nil
+	}
+	name := sub.name()
+	timed, isTimed := sub.Model.(model.Timed)
+	if isTimed {
+		var scale, horizon time.Duration
+		if p := harness.Catch("the model's Timing", func() { scale, horizon = timed.Timing() }); p != nil {
+			return sub, fail(rulePanic, "%s: the model's Timing panicked: %v", name, p)
+		}
+		if scale < 0 || horizon < 0 || (scale > 0 && horizon < scale) || (scale == 0 && horizon != 0) {
+			return sub, fail(ruleSubject, "%s: the model's Timing() is (%v, %v): a scale of 0 and a horizon of 0, or a positive scale and a horizon at least as long", name, scale, horizon)
+		}
+		most := maxStep
+		if sub.WallClock {
+			most = maxWallStep
+		}
+		if scale > 0 {
+			sub.Scale, sub.Horizon = min(scale, most), min(horizon, most)
+			return sub, nil
+		}
+	}
+	if w := timeMatters(sub.Model); w != "" {
+		if isTimed {
+			return sub, fail(ruleSubject, "%s: the model's Timing() says time changes no answer, but it does:\n%s", name, w)
+		}
+		return sub, fail(ruleSubject, "%s: Subject.Scale is 0, so no check would move the clock, but the model's answers depend on time:\n%s\nset Subject.Scale and Horizon, or implement model.Timed on %T", name, w, sub.Model)
+	}
+	return sub, nil
+}
+
+// timeSteps are the clock steps timeMatters tries: from a nanosecond to
+// centuries, and back.
+var timeSteps = []time.Duration{1, 999, time.Millisecond + 3, time.Second - 1, time.Minute + 7, time.Hour, 24 * time.Hour, 366 * 24 * time.Hour, 1<<62 + 12345, -time.Second}
+
+// timeMatters steps m through calls with and without a clock step among
+// them, and describes the first pair of histories whose answers (or
+// balances, for a model.Balancer) differ; "" when none do. A model that
+// panics, or is not deterministic, is left for the Model check to report.
+func timeMatters[S any](m model.Model[S]) (witness string) {
+	bal, _ := m.(model.Balancer[S])
+	src := harness.Rand(rand.New(rand.NewPCG(7, 11)))
+	harness.Catch("probing the model's use of time", func() {
+		for trial := range 200 {
+			calls := make([]model.Op, 1+src.IntN(60, ""))
+			for i := range calls {
+				calls[i] = harness.Call(src)
+			}
+			at := src.IntN(len(calls), "")
+			d := timeSteps[trial%len(timeSteps)]
+			a, a2, b := m.Init(), m.Init(), m.Init()
+			var ha, hb []string
+			for i, op := range calls {
+				if i == at {
+					b, _ = m.Step(b, model.OpAdvance(d))
+					hb = append(hb, model.OpAdvance(d).String())
+				}
+				var ga, ga2, gb bool
+				a, ga = m.Step(a, op)
+				a2, ga2 = m.Step(a2, op)
+				b, gb = m.Step(b, op)
+				if ga != ga2 || !m.Equal(a, a2) {
+					return // not deterministic: the Model check says so
+				}
+				ha, hb = append(ha, model.Describe(op, ga)), append(hb, model.Describe(op, gb))
+				if ga != gb || (bal != nil && bal.Balance(a) != bal.Balance(b)) {
+					witness = "  without the clock step: " + strings.Join(ha, ", ") + "\n  with it:                " + strings.Join(hb, ", ")
+					return
+				}
+			}
+		}
+	})
+	return witness
 }

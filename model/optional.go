@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"time"
 )
 
@@ -38,6 +39,24 @@ type Balancer[S any] interface {
 type Starter[S any] interface {
 	InitAt(now time.Duration) S
 }
+
+// A Timed model says how time matters to it. The harness takes the clock
+// steps of every check from it when a subject gives none, so that a
+// time-dependent budget cannot be checked with time switched off by
+// omission.
+type Timed interface {
+	// Timing returns the step around which answers change (a slot width,
+	// the time a refill takes to pay for the cheapest retry) and the
+	// longest step that still matters (a window, the time an empty bucket
+	// takes to fill). A zero scale says that no answer ever depends on
+	// time; horizon is then zero too, and at least scale otherwise.
+	Timing() (scale, horizon time.Duration)
+}
+
+// MaxTiming is the longest scale or horizon a model's Timing returns: about
+// 52 days. A longer one is reported as this; the checks still reach every
+// instant through the jumps they make past the horizon.
+const MaxTiming = time.Duration(1) << 52
 
 // ErrInvalid is wrapped by every error a model's Validate returns.
 var ErrInvalid = errors.New("model: invalid parameters")
@@ -121,7 +140,47 @@ func (m Throttle) Validate() error {
 // InitAt returns Init(): nothing in a throttle observes the clock.
 func (m Throttle) InitAt(time.Duration) ThrottleState { return m.Init() }
 
+// Timing returns, for a bucket that refills, the time the refill takes to
+// pay for the cheaper retry and the time it takes to fill an empty bucket,
+// each rounded up to a nanosecond and at most MaxTiming; (0, 0) without
+// refill, where time changes nothing.
+func (m TokenBucket) Timing() (scale, horizon time.Duration) {
+	if m.RefillPerSecond <= 0 {
+		return 0, 0
+	}
+	scale = refillTime(min(m.TransientCost, m.ThrottledCost), m.RefillPerSecond)
+	return scale, max(scale, refillTime(m.Capacity, m.RefillPerSecond))
+}
+
+// refillTime returns how long rate (milli-units a second) takes to earn
+// milli, rounded up, between 1 ns and MaxTiming.
+func refillTime(milli, rate int64) time.Duration {
+	hi, lo := bits.Mul64(uint64(max(milli, 1)), uint64(time.Second))
+	if hi >= uint64(rate) {
+		return MaxTiming
+	}
+	q, r := bits.Div64(hi, lo, uint64(rate))
+	if r > 0 {
+		q++
+	}
+	return time.Duration(min(max(q, 1), uint64(MaxTiming)))
+}
+
+// Timing returns the slot width and the window, each at most MaxTiming.
+func (m Ratio) Timing() (scale, horizon time.Duration) {
+	if m.Slots <= 0 || m.Window <= 0 {
+		return 0, 0 // not a usable model: Validate says why
+	}
+	return min(max(m.Window/time.Duration(m.Slots), 1), MaxTiming), min(m.Window, MaxTiming)
+}
+
+// Timing returns (0, 0): nothing in a throttle observes the clock.
+func (m Throttle) Timing() (scale, horizon time.Duration) { return 0, 0 }
+
 var (
+	_ Timed                      = TokenBucket{}
+	_ Timed                      = Ratio{}
+	_ Timed                      = Throttle{}
 	_ Validator                  = TokenBucket{}
 	_ Validator                  = Ratio{}
 	_ Validator                  = Throttle{}

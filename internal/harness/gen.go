@@ -2,7 +2,9 @@ package harness
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -83,49 +85,118 @@ func Call(src Source) model.Op {
 	return model.OpRequest
 }
 
-// Op draws a call or, one time in five when tm.Scale is set, a clock step.
-func Op(src Source, tm Timing) model.Op {
+// Op draws a call or, one time in five when tm.Scale is set, a clock step
+// from a clock reading now.
+func Op(src Source, tm Timing, now time.Duration) model.Op {
 	if tm.Scale > 0 && src.IntN(5, "op") == 0 {
-		return model.OpAdvance(Step(src, tm))
+		return model.OpAdvance(Step(src, tm, now))
 	}
 	return Call(src)
 }
 
-// The longest clock jumps: far past any horizon on a ManualClock, and what a
-// testing/synctest bubble's timers can take.
+// The longest clock jumps: what a testing/synctest bubble's timers can take.
 const (
-	farJump    = 1 << 62
 	bubbleJump = 100     // horizons
 	bubbleFar  = 1 << 50 // ns, about 13 days: a bubble's clock must not pass 2262
 )
 
-// Step draws a clock step: none, a fraction of the scale, about one scale,
-// up to the horizon, far past it, or backwards (see Timing.Forward; a
-// forward jump past the horizon is at most 100 horizons and 2^50 ns).
-func Step(src Source, tm Timing) time.Duration {
+// Step draws a clock step from a clock reading now: none, a fraction of the
+// scale, about one scale, to the next boundary of the scale or of the
+// horizon (counted from instant 0, where slots are aligned) or a nanosecond
+// either side of it, up to the horizon, a jump far past it, or backwards
+// (see Timing.Forward; a forward jump past the horizon is then at most 100
+// horizons and 2^50 ns). Far jumps are spread over every order of
+// magnitude up to 2^63 and land beside the instants where elapsed × rate
+// overflows (see Jumps), never only on round numbers.
+func Step(src Source, tm Timing, now time.Duration) time.Duration {
 	scale, horizon := int64(tm.Scale), tm.horizon()
 	d := func(lo, hi int64, label string) time.Duration {
 		return time.Duration(src.Int64Range(lo, max(lo, hi), label))
 	}
-	switch src.IntN(10, "step") {
+	switch src.IntN(12, "step") {
 	case 0:
 		return 0
 	case 1, 2:
 		return d(1, max(scale/2, 1), "fraction")
-	case 3, 4:
+	case 3:
 		return d(max(scale-1, 1), scale+1, "scale")
-	case 5, 6:
+	case 4:
+		return toBoundary(now, scale) + d(-1, 1, "boundary")
+	case 5:
+		return toBoundary(now, horizon) + d(-1, 1, "boundary")
+	case 6, 7:
 		return d(1, horizon, "horizon")
-	case 7:
+	case 8, 9:
 		if tm.Forward {
 			return d(horizon, min(bubbleJump*horizon, bubbleFar), "far")
 		}
-		return d(horizon, farJump, "far")
+		if src.IntN(2, "farKind") == 0 {
+			js := Jumps(tm)
+			return js[src.IntN(len(js), "threshold")]
+		}
+		// An order of magnitude from the horizon's to 2^62, then any
+		// value within it.
+		lo := min(bits.Len64(uint64(horizon)), 62)
+		e := lo + src.IntN(63-lo, "magnitude")
+		return d(int64(1)<<(e-1), int64(uint64(1)<<e-1), "far")
+	case 10:
+		if tm.Forward {
+			return d(1, horizon, "forward")
+		}
+		return -d(1, horizon, "back")
 	}
 	if tm.Forward {
-		return d(1, horizon, "forward")
+		return d(1, scale, "forward")
 	}
-	return -d(1, horizon, "back")
+	return -d(1, max(scale, 1), "back")
+}
+
+// toBoundary returns the step from now to the next multiple of unit after
+// it, in (0, unit]; the arithmetic wraps as a ManualClock's does.
+func toBoundary(now time.Duration, unit int64) time.Duration {
+	if unit <= 0 {
+		return 0
+	}
+	r := int64(now) % unit
+	if r < 0 {
+		r += unit
+	}
+	return time.Duration(unit - r)
+}
+
+// overflowFactors are the multipliers of elapsed nanoseconds that budgets
+// commonly use: a rate per second in tokens or milli-tokens, unit
+// conversions, and the products of those.
+var overflowFactors = []int64{2, 3, 7, 10, 60, 100, 1000, 3600, 10_000, 86_400, 1_000_000, 1_000_000_000, 1_000_000_000_000, 1_000_000_000_000_000}
+
+// Jumps returns the far clock steps that land beside overflow thresholds:
+// for each common multiplier m of elapsed time, and for the rates that tm's
+// scale implies, the steps one nanosecond either side of MaxInt64 / m, and
+// a step between that and twice it, where the product wraps to a value
+// that is neither zero nor round. Every jump is positive; none is a power
+// of two.
+func Jumps(tm Timing) []time.Duration {
+	factors := slices.Clone(overflowFactors)
+	if s := int64(tm.Scale); s > 0 {
+		// The rate, per second, that pays for one unit in a scale: in
+		// units, milli-units and nano-units.
+		for _, unit := range []int64{1_000_000_000, 1_000_000_000_000} {
+			if r := unit / s; r > 1 {
+				factors = append(factors, r, r+1)
+			}
+		}
+	}
+	var out []time.Duration
+	for _, m := range factors {
+		t := math.MaxInt64 / m
+		for _, j := range []int64{t - 1, t + 1, t + t/3 + 1} {
+			if j > 0 && j&(j-1) != 0 {
+				out = append(out, time.Duration(j))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Lists draws the operation lists of a concurrent scenario: goroutines
@@ -139,9 +210,12 @@ func Lists(src Source, goroutines, ops, steps int, tm Timing) ([][]model.Op, []t
 		}
 	}
 	var clock []time.Duration
+	var now time.Duration
 	if tm.Scale > 0 {
 		for range steps {
-			clock = append(clock, Step(src, tm))
+			d := Step(src, tm, now)
+			now += d
+			clock = append(clock, d)
 		}
 	}
 	return lists, clock

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -80,7 +81,7 @@ func TestGeneratorIsBoundedAndRepeatable(t *testing.T) {
 	tm := harness.Timing{Scale: time.Second, Horizon: 20 * time.Second, Forward: true}
 	src := harness.Rand(rand.New(rand.NewPCG(1, 2)))
 	for range 10_000 {
-		if d := harness.Step(src, tm); d < 0 || d > 100*tm.Horizon {
+		if d := harness.Step(src, tm, 0); d < 0 || d > 100*tm.Horizon {
 			t.Fatalf("forward step %v out of range", d)
 		}
 	}
@@ -95,5 +96,29 @@ func TestGeneratorIsBoundedAndRepeatable(t *testing.T) {
 	}
 	if len(ac) != 10 || ac[3] != bc[3] {
 		t.Errorf("clock steps %v and %v", ac, bc)
+	}
+}
+
+// The far jumps are no powers of two, and lie beside MaxInt64 / m for the
+// common multipliers m: the products wrap to values that are neither zero
+// nor round.
+func TestJumps(t *testing.T) {
+	js := harness.Jumps(harness.Timing{Scale: 1400 * time.Millisecond})
+	if len(js) < 30 {
+		t.Fatalf("%d jumps, want at least 30", len(js))
+	}
+	near := map[int64]bool{}
+	for _, j := range js {
+		if j <= 0 || j&(j-1) == 0 {
+			t.Errorf("jump %d is not a positive non-power of two", j)
+		}
+		for _, m := range []int64{1000, 1_000_000_000, 10_000} {
+			if t := int64(math.MaxInt64) / m; int64(j) == t+1 {
+				near[m] = true
+			}
+		}
+	}
+	if len(near) != 3 {
+		t.Errorf("jumps beside MaxInt64/m for m in {1e3, 1e9, 1e4}: found %v", near)
 	}
 }

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -150,17 +152,29 @@ func (s Subject[S]) Guard(during string, f func() error) error {
 	return Guard(during, s.Watchdog, f)
 }
 
-// Balance returns the model's balance function if the model reports one
-// and the budget b has an Available() float64 method, or nil.
-func (s Subject[S]) Balance(b budget.Budget) func(S) int64 {
+// Balance returns, if the model reports a balance (model.Balancer) and the
+// budget b has an Available() float64 method, a function that compares the
+// two for a model state, at milli-unit precision: Available() rounded to
+// the nearest milli-unit must equal the model's balance, so a budget that
+// keeps floats may differ by less than half a milli-unit, and one that
+// loses a fraction differs as soon as it has lost one. It returns nil
+// when there is nothing to compare.
+func (s Subject[S]) Balance(b budget.Budget) func(S) error {
 	bm, ok := s.Model.(model.Balancer[S])
 	if !ok {
 		return nil
 	}
-	if _, ok := b.(interface{ Available() float64 }); !ok {
+	av, ok := b.(interface{ Available() float64 })
+	if !ok {
 		return nil
 	}
-	return bm.Balance
+	return func(state S) error {
+		got, want := av.Available(), bm.Balance(state)
+		if math.IsNaN(got) || math.Round(got*1000) != float64(want) {
+			return fmt.Errorf("Available() = %v, want %v (to a thousandth)", got, float64(want)/1000)
+		}
+		return nil
+	}
 }
 
 // InitAt returns the model's state for a budget built on a clock reading

@@ -30,6 +30,9 @@ type ratio struct {
 	// index returns where slot number n lives. Correct: n mod Slots,
 	// rounded towards negative infinity.
 	index func(n int64) int64
+	// requests returns the window's request count as the budget keeps
+	// it, from the true count n. Correct: n.
+	requests func(n int64) int64
 }
 
 func newRatio(m model.Ratio, clock budget.Clock) *ratio {
@@ -43,6 +46,7 @@ func newRatio(m model.Ratio, clock budget.Clock) *ratio {
 	r.inWindow = func(h, n int64) bool { return uint64(h)-uint64(n) < uint64(m.Slots) }
 	r.reuse = func(s *model.SlotCount, n int64) { *s = model.SlotCount{Slot: n} }
 	r.index = func(n int64) int64 { return floorMod(n, m.Slots) }
+	r.requests = func(n int64) int64 { return n }
 	return r
 }
 
@@ -69,6 +73,7 @@ func (r *ratio) Retry(k budget.Kind) bool {
 			retries += c.Retries
 		}
 	}
+	reqs = r.requests(reqs)
 	proportional := reqs/1_000_000*r.m.PPM + reqs%1_000_000*r.m.PPM/1_000_000
 	if retries+1 > r.allowed(r.m.Floor, proportional) {
 		return false

@@ -11,6 +11,8 @@ const (
 	Sequential    = budgettest.CheckSequential
 	Linearizable  = budgettest.CheckLinearizable
 	Race          = budgettest.CheckRace // go test -race; a mutant caught by it runs only in a child process
+	Invariant     = budgettest.CheckInvariant
+	Replay        = budgettest.CheckReplay
 	Amplification = budgettest.CheckAmplification
 	Edges         = budgettest.CheckEdges
 )
@@ -63,6 +65,14 @@ func Budgets() []Mutant {
 			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewNegativeModulo(m, c) }},
 		{Name: "SlotStartOverflow", CaughtBy: Edges,
 			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewSlotStartOverflow(m, c) }},
+		{Name: "LostFraction", CaughtBy: Sequential, Refill: RequiresRefill,
+			TokenBucket: func(m model.TokenBucket, c budget.Clock) budget.Budget { return NewLostFraction(m, c) }},
+		{Name: "OverflowingRefill", CaughtBy: Replay, Refill: RequiresRefill,
+			TokenBucket: func(m model.TokenBucket, c budget.Clock) budget.Budget { return NewOverflowingRefill(m, c) }},
+		{Name: "LostCredit", CaughtBy: Linearizable, Refill: NoRefill,
+			TokenBucket: func(m model.TokenBucket, _ budget.Clock) budget.Budget { return NewLostCredit(m) }},
+		{Name: "WrappingCount", CaughtBy: Replay,
+			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewWrappingCount(m, c) }},
 		{Name: "ThresholdOffByOne", CaughtBy: Sequential,
 			Throttle: func(m model.Throttle, _ budget.Clock) budget.Budget { return NewThresholdOffByOne(m) }},
 	}

@@ -60,9 +60,9 @@ func Replay[S any](sub Subject[S], init S, start time.Duration, ops []model.Op) 
 				i+1, op, verdict(got), verdict(want), sub.Model.DescribeState(before), history(i))
 		}
 		if balance != nil {
-			if g, w := b.(interface{ Available() float64 }).Available(), float64(balance(state))/1000; g != w {
-				return fmt.Errorf("after operation %d, %v: Available() = %v, want %v (model state: %s)\nhistory:\n  %s",
-					i+1, op, g, w, sub.Model.DescribeState(state), history(i))
+			if err := balance(state); err != nil {
+				return fmt.Errorf("after operation %d, %v: %v (model state: %s)\nhistory:\n  %s",
+					i+1, op, err, sub.Model.DescribeState(state), history(i))
 			}
 		}
 	}

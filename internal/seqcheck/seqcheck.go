@@ -76,9 +76,8 @@ func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 			fail(t, "%v = %v, want %v (model state before: %s)", op, verdict(got), verdict(want), before)
 		}
 		if balance != nil {
-			got, want := b.(interface{ Available() float64 }).Available(), float64(balance(state))/1000
-			if got != want {
-				fail(t, "after %v: Available() = %v, want %v (model state: %s)", op, got, want, m.DescribeState(state))
+			if err := balance(state); err != nil {
+				fail(t, "after %v: %v (model state: %s)", op, err, m.DescribeState(state))
 			}
 		}
 		if stats != nil && op.Op == model.Retry && op.Kind.IsRetry() {
@@ -92,10 +91,10 @@ func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 	t.Repeat(map[string]func(*rapid.T){
 		"": func(t *rapid.T) {},
 		"step": func(t *rapid.T) {
-			step(t, harness.Op(harness.Rapid(t), sub.Timing))
+			step(t, harness.Op(harness.Rapid(t), sub.Timing, clock.Now()))
 		},
 		"burst": func(t *rapid.T) {
-			op := harness.Op(harness.Rapid(t), sub.Timing)
+			op := harness.Op(harness.Rapid(t), sub.Timing, clock.Now())
 			n := rapid.IntRange(2, 64).Draw(t, "times")
 			for range n {
 				step(t, op)

@@ -15,6 +15,9 @@ type Case struct {
 	Class  string                   // e.g. "balance drift"
 	Bug    string                   // one sentence
 	Verify func(t *testing.T) error // runs budgettest.Verify on the budget with the model it claims to follow
+	// Check runs one check of the suite on the same subject, as
+	// budgettest.VerifyCheck does.
+	Check func(t *testing.T, c budgettest.Check) error
 }
 
 // The classes of bug.
@@ -49,6 +52,9 @@ func mk[S any](class, bug string, sub budgettest.Subject[S]) Case {
 	return Case{Name: sub.Name, Class: class, Bug: bug, Verify: func(t *testing.T) error {
 		t.Helper()
 		return budgettest.Verify(t, sub)
+	}, Check: func(t *testing.T, c budgettest.Check) error {
+		t.Helper()
+		return budgettest.VerifyCheck(t, sub, c)
 	}}
 }
 

@@ -1,0 +1,165 @@
+package budgettest_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/internal/mutants"
+	"github.com/retrybudget/retrybudget/internal/seqcheck"
+	"github.com/retrybudget/retrybudget/model"
+)
+
+// The tests of this file each fail on a suite that passed a broken budget
+// in silence: one that switched time off when a subject left Scale zero,
+// compared no balance, skipped the concurrent checks for a model of the
+// user's own, put a few hundred calls in a window, or jumped the clock by
+// powers of two only.
+
+// plain hides every optional interface of a model (model.Timed,
+// model.Balancer, model.Starter, model.Validator), as a model of a user's
+// own that implements only model.Model does.
+type plain[S any] struct{ model.Model[S] }
+
+var refilling = model.TokenBucket{Capacity: 30_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000, RefillPerSecond: 10_000}
+
+// A subject that leaves Scale zero gets its timing from a model.Timed
+// model, so a bucket that drops refill fractions is caught; before, no
+// clock step was made and it passed.
+func TestTimingFromTheModel(t *testing.T) {
+	sub := budgettest.Subject[model.TokenBucketState]{Name: "LostFraction", Model: refilling,
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return mutants.NewLostFraction(refilling, c) }}
+	err := budgettest.VerifyCheck(t, sub, budgettest.CheckSequential)
+	if err == nil || !strings.Contains(err.Error(), "every answer equals the model's") {
+		t.Fatalf("VerifyCheck(Sequential) = %v, want the sequential rule broken", err)
+	}
+	// The reference bucket on the same subject passes.
+	sub.New = func(_ *testing.T, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(refilling)(c) }
+	if err := budgettest.Verify(t, sub); err != nil {
+		t.Fatalf("the reference bucket, timing from its model: %v", err)
+	}
+}
+
+// A model of your own whose answers depend on time, on a subject with no
+// timing, fails the subject: no check would move the clock.
+func TestTimeDependentModelNeedsTiming(t *testing.T) {
+	sub := budgettest.Subject[model.TokenBucketState]{Name: "untimed", Model: plain[model.TokenBucketState]{refilling},
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(refilling)(c) }}
+	err := budgettest.Verify(t, sub)
+	if err == nil || !strings.Contains(err.Error(), "the model's answers depend on time") || !strings.Contains(err.Error(), "with it:") {
+		t.Fatalf("Verify = %v, want the subject failed for its missing timing, with the two histories", err)
+	}
+	sub.Scale = 1400 * time.Millisecond
+	if err := budgettest.Verify(t, sub); err != nil {
+		t.Fatalf("with Scale set: %v", err)
+	}
+	// A model of your own that ignores time needs no timing.
+	aws := model.AWS()
+	if err := budgettest.Verify(t, budgettest.Subject[model.TokenBucketState]{Name: "timeless", Model: plain[model.TokenBucketState]{aws},
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(aws)(c) }}); err != nil {
+		t.Fatalf("a model that ignores time: %v", err)
+	}
+}
+
+// lyingTimed says time changes nothing, though it refills.
+type lyingTimed struct{ plain[model.TokenBucketState] }
+
+func (lyingTimed) Timing() (time.Duration, time.Duration) { return 0, 0 }
+
+func TestTimedModelThatLies(t *testing.T) {
+	err := budgettest.Verify(t, budgettest.Subject[model.TokenBucketState]{Name: "liar", Model: lyingTimed{plain[model.TokenBucketState]{refilling}},
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(refilling)(c) }})
+	if err == nil || !strings.Contains(err.Error(), "Timing() says time changes no answer") {
+		t.Fatalf("Verify = %v, want the model's Timing reported false", err)
+	}
+}
+
+// offset reports the reference bucket's balance plus a constant: within
+// half a milli-token it agrees with the model at the precision the suite
+// compares; a whole milli-token off, it does not.
+type offset struct {
+	*budget.TokenBucket
+	by float64
+}
+
+func (o offset) Available() float64 { return o.TokenBucket.Available() + o.by }
+
+func TestBalanceComparedToAThousandth(t *testing.T) {
+	m := model.TokenBucket{Capacity: 20_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
+	sub := func(by float64) budgettest.Subject[model.TokenBucketState] {
+		return budgettest.Subject[model.TokenBucketState]{Name: "offset", Model: m,
+			New: func(_ *testing.T, c budget.Clock) budget.Budget {
+				return offset{seqcheck.NewTokenBucket(m)(c).(*budget.TokenBucket), by}
+			}}
+	}
+	if err := budgettest.VerifyCheck(t, sub(0.0004), budgettest.CheckSequential); err != nil {
+		t.Fatalf("a balance 0.0004 tokens off: %v", err)
+	}
+	err := budgettest.VerifyCheck(t, sub(0.001), budgettest.CheckSequential)
+	if err == nil || !strings.Contains(err.Error(), "Available() =") {
+		t.Fatalf("a balance 0.001 tokens off: VerifyCheck(Sequential) = %v, want the balance compared", err)
+	}
+}
+
+// overgrant is a token bucket behind a mutex that grants one retry too
+// many once in every 97 denials: sequentially wrong, and wrong under
+// contention for any model, of the user's own too.
+type overgrant struct {
+	mu      sync.Mutex
+	b       budget.Budget
+	denials int
+}
+
+func (o *overgrant) Request() { o.b.Request() }
+func (o *overgrant) Retry(k budget.Kind) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.b.Retry(k) {
+		return true
+	}
+	if k.IsRetry() {
+		o.denials++
+	}
+	return o.denials%97 == 96
+}
+func (o *overgrant) Success(k budget.Kind) { o.b.Success(k) }
+
+// The Invariant check runs for a model of your own (before, it was
+// skipped): its bursts bound grants both ways for any deterministic model.
+func TestInvariantForAModelOfYourOwn(t *testing.T) {
+	m := model.TokenBucket{Capacity: 20_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
+	sub := budgettest.Subject[model.TokenBucketState]{Name: "overgrant", Model: plain[model.TokenBucketState]{m},
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return &overgrant{b: seqcheck.NewTokenBucket(m)(c)} }}
+	err := budgettest.VerifyCheck(t, sub, budgettest.CheckInvariant)
+	if err == nil || !strings.Contains(err.Error(), "grants exactly what the model grants") {
+		t.Fatalf("VerifyCheck(Invariant) = %v, want the bursts rule broken", err)
+	}
+	sub.New = func(_ *testing.T, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(m)(c) }
+	if err := budgettest.VerifyCheck(t, sub, budgettest.CheckInvariant); err != nil {
+		t.Fatalf("the reference bucket under a model of its own: %v", err)
+	}
+}
+
+// The Replay check's volume replay puts 140,000 calls in one window: a
+// request count that wraps at 2^16 is caught by it, and was by nothing.
+func TestVolumeReplay(t *testing.T) {
+	m := model.SRE()
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.RatioState]{Name: "WrappingCount", Model: m,
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return mutants.NewWrappingCount(m, c) }}, budgettest.CheckReplay)
+	if err == nil || !strings.Contains(err.Error(), `replay "volume"`) {
+		t.Fatalf("VerifyCheck(Replay) = %v, want the volume replay to fail", err)
+	}
+}
+
+// The jump replays, which land beside the thresholds where elapsed × rate
+// overflows, catch a refill that overflows.
+func TestJumpsBesideOverflow(t *testing.T) {
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "OverflowingRefill", Model: refilling,
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return mutants.NewOverflowingRefill(refilling, c) }}, budgettest.CheckReplay)
+	if err == nil || !strings.Contains(err.Error(), "replay \"jump of") {
+		t.Fatalf("VerifyCheck(Replay) = %v, want a jump replay to fail", err)
+	}
+}
