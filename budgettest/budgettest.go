@@ -99,16 +99,24 @@ func Checks() []Check {
 //   - Race: 64 goroutines call the budget at once, with GOMAXPROCS raised to
 //     at least 8. Only the race detector sees what goes wrong here: run go
 //     test -race. Without it the check finds only panics and deadlocks.
-//   - Invariant: three such runs, each checked against the conservation
-//     invariant of the model's family at every grant (a token bucket never
-//     grants more than its balance and credits, a ratio never more than its
-//     window allows, a throttle never at or below half its maximum). It
-//     catches a check-then-act that the race detector cannot see. Needs: one
-//     of the model package's models; for a model of your own it is skipped.
+//   - Invariant: for any model, three burst runs: many goroutines make the
+//     same call at once, and since every order of identical calls is the
+//     same sequence, the budget must grant exactly what the model grants
+//     for that many calls (no more: a check-then-act; no fewer: a lost
+//     credit) and end in the model's state. Between bursts the budget is
+//     walked, one call at a time, to an edge (drained, full, a credit
+//     off), two goroutines duel there, and now and then a burst is a
+//     volume of 70,000 calls at one instant. Then, for the model package's
+//     models, three stress runs checked against the family's conservation
+//     invariant at every grant (a token bucket never grants more than its
+//     balance and credits, a ratio never more than its window allows, a
+//     throttle never at or below half its maximum).
 //   - Leak: after 200 calls and Close, no goroutine the budget started is
 //     left (goleak; on the wall clock, the synctest bubble).
-//   - Replay: fixed edge-case sequences (a drain, refill fractions, clock
-//     jumps of centuries) replayed against the model.
+//   - Replay: fixed edge-case sequences replayed against the model: a
+//     drain; 140,000 calls at one instant; refill fractions; and, each on a
+//     budget of its own, clock jumps beside the overflow thresholds of
+//     elapsed × rate and across every order of magnitude to 2^62.
 //   - Edges: the budget built on a clock that starts at instants where slot
 //     arithmetic breaks (negative ones, the ends of int64), then driven
 //     across slot boundaries. Needs: a model.Starter to start anywhere but
