@@ -10,8 +10,16 @@
 // call; a shared budget asked once per retry, before waiting; no retry of
 // a permanent error; an elapsed limit that ends the loop; a server delay
 // capped by the maximum and the time left; a call whose operation ignores
-// ctx returns when it finishes. Time-dependent checks run in
-// testing/synctest bubbles, the leak check in real time with goleak.
+// ctx returns when every attempt has finished (a loop that hedges waits for
+// its losers). Time-dependent checks run in testing/synctest bubbles, the
+// leak check in real time with goleak.
+//
+// Each check first confirms its premise, the situation in which its rule
+// can be broken, and fails with "premise not reached:" when the loop never
+// brought it about, rather than passing vacuously; Settings.FixedDelay and
+// Settings.NoJitter ask a loop for the waits some premises need. A loop that
+// makes 1000 attempts at one instant of a bubble's clock spins: the check
+// stops it and fails at once.
 //
 // [CheckLoop] (budgettest.RunLoop) runs each check in a child process of
 // its own, so that a loop that leaks inside a bubble, panics or hangs fails

@@ -175,9 +175,48 @@ var settings = Settings{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, MaxDel
 // hiddenDeadline is a context that ends with context.DeadlineExceeded at a
 // deadline it does not report: a loop cannot see it coming, so even a loop
 // that gives up before a wait that would reach the deadline waits into it.
-type hiddenDeadline struct{ context.Context }
+// It is done from the deadline's instant on, for every look at it (not
+// once a timer has run, as context.WithDeadline is): a loop that looks at
+// ctx after a wait that ends at the deadline always sees it done.
+type hiddenDeadline struct {
+	deadline time.Time
+	timer    *time.Timer
 
-func (hiddenDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
+	mu   sync.Mutex
+	done chan struct{}
+	err  error
+}
+
+func newHiddenDeadline(d time.Duration) (*hiddenDeadline, context.CancelFunc) {
+	c := &hiddenDeadline{deadline: time.Now().Add(d), done: make(chan struct{})}
+	c.timer = time.AfterFunc(d, func() { c.end(context.DeadlineExceeded) })
+	return c, func() { c.timer.Stop(); c.end(context.Canceled) }
+}
+
+// end closes done with err, unless it is closed.
+func (c *hiddenDeadline) end(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+		close(c.done)
+	}
+}
+
+// expired ends c if its deadline has come, and returns its error.
+func (c *hiddenDeadline) expired() error {
+	if !time.Now().Before(c.deadline) {
+		c.end(context.DeadlineExceeded)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *hiddenDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *hiddenDeadline) Done() <-chan struct{}       { c.expired(); return c.done }
+func (c *hiddenDeadline) Err() error                  { return c.expired() }
+func (c *hiddenDeadline) Value(any) any               { return nil }
 
 // succeeds returns nil from every attempt.
 func succeeds(context.Context, int) error { return nil }
@@ -298,18 +337,21 @@ func checkExpiredDeadline(t *testing.T, l Loop) {
 			// The server asks for a wait of w before each retry, and the
 			// deadline is 2w away: the second wait ends at the deadline's
 			// instant, and its timer and the deadline's fire together.
-			// Every other trial hides the deadline from the loop (it ends
-			// the context all the same), so that a loop that rightly gives
-			// up before a wait that would reach the deadline waits into it.
+			// Every other trial hides the deadline from the loop (and ends
+			// the context at its instant all the same, for every look at
+			// it), so that a loop that rightly gives up before a wait that
+			// would reach the deadline waits into it.
 			w := time.Duration(trial/2+1) * time.Millisecond
-			base, cancel := context.WithTimeout(context.Background(), 2*w)
-			defer cancel()
-			ctx := context.Context(base)
-			if trial%2 == 1 {
-				ctx = hiddenDeadline{base}
-			}
-			s := Settings{MaxAttempts: 3, BaseDelay: w, MaxDelay: time.Minute, FixedDelay: true, NoJitter: true}
 			r := newRecorder(t, l, func(context.Context, int) error { return &RetryAfterError{Delay: w} })
+			ctx, cancel := context.WithTimeout(context.Background(), 2*w)
+			if trial%2 == 1 {
+				// The loop gets the hidden deadline itself, not a context
+				// derived from it, which a timer would end.
+				ctx, cancel = newHiddenDeadline(2 * w)
+				r.own = cancel
+			}
+			defer cancel()
+			s := Settings{MaxAttempts: 3, BaseDelay: w, MaxDelay: time.Minute, FixedDelay: true, NoJitter: true}
 			defer r.drain()
 			res := r.call(ctx, &spy{inner: unlimited{}}, s)
 			if r.spinning() {

@@ -42,6 +42,7 @@ type recorder struct {
 
 	began time.Time          // the start of the call
 	stop  context.CancelFunc // cancels the call's context
+	own   context.CancelFunc // if set, the call gets the check's context itself, and this cancels it
 
 	mu        sync.Mutex
 	attempts  []*attempt
@@ -67,9 +68,14 @@ type result struct {
 
 // start runs the call on a goroutine of its own (so that the spin guard can
 // end it) and returns the channel its result comes on. The call's context
-// is derived from ctx; release cancels it.
+// is derived from ctx (or is ctx itself, when r.own is set); release
+// cancels it.
 func (r *recorder) start(ctx context.Context, b budget.Budget, s Settings) <-chan result {
-	ctx, r.stop = context.WithCancel(ctx)
+	if r.own != nil {
+		r.stop = r.own
+	} else {
+		ctx, r.stop = context.WithCancel(ctx)
+	}
 	r.began = time.Now()
 	ch := make(chan result, 1)
 	go func() {
