@@ -59,3 +59,18 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 check: lint race
+
+# Mutation testing of each package by its own tests, with gremlins v0.6.0
+# (installed into GOBIN, or GOPATH/bin, if that version is not there), one
+# worker: a run on ./budget takes minutes, one on ./budgettest much longer.
+.PHONY: gremlins
+gremlins:
+	@bin=$$($(GO) env GOBIN); [ -n "$$bin" ] || bin=$$($(GO) env GOPATH)/bin; \
+	if ! $(GO) version -m "$$bin/gremlins" 2>/dev/null | grep -q 'mod[[:space:]]*github.com/go-gremlins/gremlins[[:space:]]*v0.6.0'; then \
+		echo "installing gremlins v0.6.0"; \
+		$(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0 || exit 1; \
+	fi; \
+	for p in ./budget ./model ./budgettest; do \
+		echo "gremlins unleash $$p"; \
+		"$$bin/gremlins" unleash --workers 1 --timeout-coefficient 5 $$p || exit 1; \
+	done

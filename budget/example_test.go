@@ -35,7 +35,8 @@ func ExampleNewTokenBucket_refill() {
 	if err != nil {
 		panic(err)
 	}
-	for b.Retry(budget.Transient) {
+	for range 50 { // drain it: 40 retries are granted, then none
+		b.Retry(budget.Transient)
 	}
 	fmt.Println(b.Available())
 	clock.Advance(2500 * time.Millisecond)
@@ -56,11 +57,13 @@ func ExampleNewRatio() {
 		b.Request()
 	}
 	granted := 0
-	for b.Retry(budget.Transient) {
-		granted++
+	for range 10 {
+		if b.Retry(budget.Transient) {
+			granted++
+		}
 	}
-	fmt.Println(granted, "retries for 50 requests")
-	// Output: 5 retries for 50 requests
+	fmt.Println(granted, "of 10 retries granted for 50 requests")
+	// Output: 5 of 10 retries granted for 50 requests
 }
 
 func ExampleNewThrottle() {

@@ -216,8 +216,11 @@ func (r *Retrier) wait(n int, err error) time.Duration {
 	if base <= 0 {
 		base = DefaultBaseDelay
 	}
+	// base<<(n-1) is the ceiling when it is at most maxDelay, which is
+	// when base <= maxDelay>>(n-1); a shift of 63 or more leaves 0, so a
+	// product too large for a Duration never passes.
 	ceiling := maxDelay
-	if n-1 < 62 && base <= maxDelay>>(n-1) {
+	if base <= maxDelay>>(n-1) {
 		ceiling = base << (n - 1)
 	}
 	if r.Jitter != nil {
