@@ -337,6 +337,27 @@ func (sub Subject[S]) replays() []replay {
 		fractions = append(fractions, model.OpAdvance(scale/7+1), model.OpRetry(model.Transient), model.OpRequest)
 	}
 	out = append(out, replay{"fractions", fractions})
+	// Calls on the boundaries of the scale, counted from instant 0, where
+	// slots are aligned, then a nanosecond before and after them: an
+	// instant that starts a slot must count in that slot, and leave the
+	// window with it. Each replay makes a volley of requests on one
+	// boundary, then steps exactly one scale at a time past the horizon,
+	// retrying on every boundary, so that the volley's leaving shows in an
+	// answer.
+	steps := min(int(max(sub.Horizon, scale)/scale)+3, 64)
+	for _, off := range []time.Duration{0, -1, 1} {
+		for _, volley := range []int{3, 40, 400} {
+			ops := []model.Op{model.OpAdvance(scale + off)}
+			for range volley {
+				ops = append(ops, model.OpRequest)
+			}
+			for range steps {
+				ops = append(ops, model.OpRetry(model.Transient), model.OpRetry(model.Throttled), model.OpRequest,
+					model.OpSuccess(model.Transient), model.OpAdvance(scale))
+			}
+			out = append(out, replay{fmt.Sprintf("boundaries%+d ns, %d requests", off, volley), ops})
+		}
+	}
 	jumps := harness.Jumps(tm)
 	if sub.WallClock {
 		far := 1000 * max(sub.Horizon, sub.Scale)

@@ -38,6 +38,9 @@ type row struct {
 	name string
 	must budgettest.Check // "" for a reference, which must pass everything
 	racy bool             // has data races: every check runs in a child process
+	// interleaving: its bug needs calls interleaved inside a method, and
+	// its catch is required only under -race (see Mutant.Interleaving).
+	interleaving bool
 	// verify runs one check of the suite on the row's subject.
 	verify func(t *testing.T, c budgettest.Check) error
 }
@@ -80,7 +83,9 @@ func rows() []row {
 	for _, m := range mutants.Budgets() {
 		switch {
 		case m.TokenBucket != nil:
-			rs = append(rs, bucketRow(m.Name, m.CaughtBy, m.Refill, m.TokenBucket))
+			r := bucketRow(m.Name, m.CaughtBy, m.Refill, m.TokenBucket)
+			r.interleaving = m.Interleaving
+			rs = append(rs, r)
 		case m.Ratio != nil:
 			rs = append(rs, ratioRow(m.Name, m.CaughtBy, m.Ratio))
 		default:
@@ -176,7 +181,11 @@ func TestKillMatrix(t *testing.T) {
 			}
 			cell.Seconds = median(times).Seconds()
 			if p := cell.Problem(); p != "" && cell.Verdict != "skip" {
-				t.Errorf("%s", p)
+				if r.interleaving && !raceEnabled && cell.Mutant {
+					t.Logf("%s (without -race; required under -race, which CI runs)", p)
+				} else {
+					t.Errorf("%s", p)
+				}
 			}
 			t.Log(cell.Line())
 			cells = append(cells, cell)

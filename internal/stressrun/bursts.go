@@ -141,6 +141,18 @@ func bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
 				note(model.Describe(op, got) + ", alone")
 			}
 		}
+		{
+			desc, err := hammer(src, m, &state, b, func(op model.Op) (bool, error) { return one(round, op) })
+			if err != nil {
+				if h, ok := err.(*hammered); ok {
+					return mismatch(round, h.what, h.want, h.before)
+				}
+				return err
+			}
+			if desc != "" {
+				note(desc)
+			}
+		}
 		for range c.Duels {
 			op, ok, err := toEdge(src, m, &state, func(op model.Op) (bool, error) { return one(round, op) })
 			if err != nil {
@@ -298,6 +310,121 @@ func toEdge[S any](src harness.Source, m model.Model[S], state *S, call func(mod
 		}
 	}
 	return op, false, nil
+}
+
+// hammerIterations is how many retries each goroutine of a hammer makes.
+const hammerIterations = 10_000
+
+// hammered is a hammer that saw more grants outstanding than the model
+// allows.
+type hammered struct{ what, want, before string }
+
+func (h *hammered) Error() string { return h.what + ", but " + h.want }
+
+// hammer walks the budget to a state s0 from which the model grants
+// exactly k retries of one kind in a row (k from 1 to 3), where a denied
+// retry changes nothing and a success of that kind refunds a grant
+// exactly; then k+1 goroutines each retry, and refund every grant, over
+// and over. From s0 every order of those calls keeps at most k grants
+// unrefunded, so a goroutine that returns from a grant while k others are
+// between theirs and their refunds has seen a grant no order explains: a
+// check-then-act, caught on whichever retry of thousands loses the race.
+// At the end the budget must be back at s0, or a refund was lost. It does
+// nothing, and returns "", for a model without such a state (a throttle,
+// whose denials take tokens; a ratio, which refunds nothing).
+func hammer[S any](src harness.Source, m model.Model[S], state *S, b budget.Budget, call func(model.Op) (bool, error)) (string, error) {
+	kind := harness.RetryKind(src)
+	retry, refund := model.OpRetry(kind), model.OpSuccess(kind)
+	k := 1 + src.IntN(3, "")
+	// Drain, then refund k grants.
+	for n := 0; ; n++ {
+		if _, g := m.Step(*state, retry); !g {
+			break
+		}
+		if n == walkLimit {
+			return "", nil
+		}
+		if _, err := call(retry); err != nil {
+			return "", err
+		}
+	}
+	for range k {
+		if _, err := call(refund); err != nil {
+			return "", err
+		}
+	}
+	// The premise: s0 … sk by grants, sk denies and stays, and each
+	// refund undoes a grant.
+	s := []S{*state}
+	for i := range k + 1 {
+		next, g := m.Step(s[i], retry)
+		if i == k {
+			if g || !m.Equal(next, s[i]) {
+				return "", nil
+			}
+			break
+		}
+		if back, _ := m.Step(next, refund); !g || !m.Equal(back, s[i]) {
+			return "", nil
+		}
+		s = append(s, next)
+	}
+	before := m.DescribeState(*state)
+	var outstanding, most atomic.Int32
+	var ready atomic.Int32
+	workers := k + 1
+	faults := make([]error, workers)
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Go(func() {
+			ready.Add(1)
+			for n := 0; ready.Load() < int32(workers); n++ {
+				if n%1000 == 999 {
+					runtime.Gosched()
+				}
+			}
+			faults[g] = harness.Catch(fmt.Sprintf("goroutine %d of a hammer", g+1), func() {
+				for range hammerIterations {
+					if !harness.Perform(b, retry) {
+						continue
+					}
+					x := outstanding.Add(1)
+					for {
+						seen := most.Load()
+						if x <= seen || most.CompareAndSwap(seen, x) {
+							break
+						}
+					}
+					outstanding.Add(-1)
+					harness.Perform(b, refund)
+				}
+			})
+		})
+	}
+	wg.Wait()
+	for _, f := range faults {
+		if f != nil {
+			return "", f
+		}
+	}
+	what := fmt.Sprintf("%d goroutines, each retrying %v %d times and refunding every grant", workers, retry, hammerIterations)
+	if got := int(most.Load()); got > k {
+		return "", &hammered{what: fmt.Sprintf("%s, had %d grants unrefunded at once", what, got),
+			want: fmt.Sprintf("from this state the model grants %d in a row, so no order keeps more than %d unrefunded", k, k), before: before}
+	}
+	// Back at s0: the k grants the model allows must all be there.
+	for i := range k + 1 {
+		got, err := call(retry)
+		if err != nil {
+			if mm, ok := err.(*Mismatch); ok {
+				mm.What = fmt.Sprintf("after %s, retry %d of %d: %s", what, i+1, k+1, mm.What)
+				mm.State = before + " before the hammer; " + mm.State
+			}
+			return "", err
+		}
+		_ = got
+	}
+	return what, nil
 }
 
 // burstOp draws the call of a burst and how many times each goroutine
