@@ -154,7 +154,7 @@ func bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
 			}
 		}
 		for range c.Duels {
-			op, ok, err := toEdge(src, m, &state, func(op model.Op) (bool, error) { return one(round, op) })
+			op, each, ok, err := toEdge(src, m, &state, func(op model.Op) (bool, error) { return one(round, op) })
 			if err != nil {
 				return err
 			}
@@ -165,21 +165,21 @@ func bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
 				return err
 			}
 			before := m.DescribeState(state)
-			got, err := burst(b, op, duelists, 1)
+			got, err := burst(b, op, duelists, each)
 			if err != nil {
 				return err
 			}
 			want := 0
-			for range duelists {
+			for range duelists * each {
 				var g bool
 				if state, g = m.Step(state, op); g {
 					want++
 				}
 			}
 			if op.Op == model.Retry && got != want {
-				return mismatch(round, fmt.Sprintf("%d goroutines × %v at once granted %d", duelists, op, got), fmt.Sprintf("every order of them grants exactly %d", want), before)
+				return mismatch(round, fmt.Sprintf("%d goroutines × %d × %v at once granted %d", duelists, each, op, got), fmt.Sprintf("every order of them grants exactly %d", want), before)
 			}
-			note(fmt.Sprintf("a duel: %d × %v at once", duelists, op))
+			note(fmt.Sprintf("a duel: %d goroutines × %d × %v at once", duelists, each, op))
 		}
 		if err := checkBalance(balance, state, round, &history, m.DescribeState); err != nil {
 			return err
@@ -259,15 +259,20 @@ func walk[S any](src harness.Source, m model.Model[S], state *S, call func(model
 // many as a machine of two cores runs at once.
 const duelists = 2
 
+// maxVolley bounds the credits of one duel.
+const maxVolley = 512
+
 // toEdge walks the budget, one call at a time through call, to a state
-// where a duel of two identical calls is decided by their order, and
-// returns the call. For a retry, that is a state in which the model grants
-// the next retry and denies the one after it: a budget that checks and
-// then acts grants both. For a credit (a success of any kind, or a
-// request), a state in which each of the next two changes the model's
-// state: a budget that loses an update keeps one. ok is false when the
-// walk finds no such state within walkLimit calls.
-func toEdge[S any](src harness.Source, m model.Model[S], state *S, call func(model.Op) (bool, error)) (op model.Op, ok bool, err error) {
+// where a duel of identical calls is decided by their order, and returns
+// the call and how many times each duelist makes it. For a retry, that is
+// a state in which the model grants the next retry and denies the one
+// after it, and each duelist retries once: a budget that checks and then
+// acts grants both. For a credit (a success of any kind, or a request), a
+// state from which each of the next credits changes the model's state, as
+// many as fit before a clamp (at most maxVolley), shared among the
+// duelists: a budget that loses an update keeps fewer. ok is false when
+// the walk finds no such state within walkLimit calls.
+func toEdge[S any](src harness.Source, m model.Model[S], state *S, call func(model.Op) (bool, error)) (op model.Op, each int, ok bool, err error) {
 	if src.IntN(2, "") == 0 {
 		op = model.OpRetry(harness.RetryKind(src))
 		credits := []model.Op{model.OpSuccess(op.Kind), model.OpSuccess(model.FirstAttempt), model.OpRequest}
@@ -275,10 +280,10 @@ func toEdge[S any](src harness.Source, m model.Model[S], state *S, call func(mod
 			s1, g1 := m.Step(*state, op)
 			if g1 {
 				if _, g2 := m.Step(s1, op); !g2 {
-					return op, true, nil
+					return op, 1, true, nil
 				}
 				if _, err := call(op); err != nil {
-					return op, false, err
+					return op, 0, false, err
 				}
 				continue
 			}
@@ -286,13 +291,13 @@ func toEdge[S any](src harness.Source, m model.Model[S], state *S, call func(mod
 			// changes the model's state.
 			i := slices.IndexFunc(credits, func(c model.Op) bool { s2, _ := m.Step(*state, c); return !m.Equal(*state, s2) })
 			if i < 0 {
-				return op, false, nil
+				return op, 0, false, nil
 			}
 			if _, err := call(credits[i]); err != nil {
-				return op, false, err
+				return op, 0, false, err
 			}
 		}
-		return op, false, nil
+		return op, 0, false, nil
 	}
 	op = []model.Op{model.OpSuccess(model.FirstAttempt), model.OpSuccess(model.Transient), model.OpSuccess(model.Throttled), model.OpRequest}[src.IntN(4, "")]
 	drain := model.OpRetry(harness.RetryKind(src))
@@ -300,16 +305,24 @@ func toEdge[S any](src harness.Source, m model.Model[S], state *S, call func(mod
 		s1, _ := m.Step(*state, op)
 		s2, _ := m.Step(s1, op)
 		if !m.Equal(*state, s1) && !m.Equal(s1, s2) {
-			return op, true, nil
+			n, s := 0, *state
+			for n < maxVolley {
+				next, _ := m.Step(s, op)
+				if m.Equal(s, next) {
+					break
+				}
+				s, n = next, n+1
+			}
+			return op, max(n/duelists, 1), true, nil
 		}
 		if _, g := m.Step(*state, drain); !g {
-			return op, false, nil // nothing left to drain, and still no room
+			return op, 0, false, nil // nothing left to drain, and still no room
 		}
 		if _, err := call(drain); err != nil {
-			return op, false, err
+			return op, 0, false, err
 		}
 	}
-	return op, false, nil
+	return op, 0, false, nil
 }
 
 // hammerIterations is how many retries each goroutine of a hammer makes.
