@@ -12,7 +12,7 @@ FUZZTARGETS = FuzzRatioWindow FuzzRatio FuzzTokenBucket FuzzThrottle FuzzConfig
 MUTANTTIME ?= 60
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test race bench lint check props lin killmatrix stress fuzz fuzz-mutants
+.PHONY: test race bench lint check props lin killmatrix catchrates stress fuzz fuzz-mutants
 
 test:
 	$(GO) test ./...
@@ -33,6 +33,15 @@ lin:
 # runs the same and formats them.
 killmatrix:
 	$(GO) test -race -timeout 60m ./internal/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch-runs=$(CATCHRUNS) -ref-reps=$(REFREPS)
+
+# How often budgettest.Run catches each broken budget of internal/wild and
+# internal/mutants, CATCHRATERUNS runs each, with and without -race; the
+# tables are in the log (the test fails whenever a check does, which is how
+# a caught run shows).
+CATCHRATERUNS ?= 20
+catchrates:
+	-$(GO) test -race -timeout 120m ./internal/wild -count=1 -v -run 'TestCatchRates' -catch.runs=$(CATCHRATERUNS) | grep -E 'caught'
+	-$(GO) test -timeout 120m ./internal/wild -count=1 -v -run 'TestCatchRates' -catch.runs=$(CATCHRATERUNS) | grep -E 'caught'
 
 # Stress runs of every reference budget under the race detector.
 stress:
