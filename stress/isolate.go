@@ -22,7 +22,7 @@ const childEnv = "RETRYBUDGET_LOOPCHECK_CHILD"
 // An Outcome is the result of one loop check run in a child process.
 type Outcome struct {
 	Result  string        // "pass", "fail", "skip", or "crash" when the child died before the check finished
-	Output  string        // what the check printed (the child's last output, for a crash)
+	Output  string        // what the check printed, and what the child printed after it; all of the child's output, for a crash
 	Elapsed time.Duration // the child's run, start to exit
 }
 
