@@ -160,7 +160,11 @@ func Run[S any](t *testing.T, sub Subject[S]) {
 
 // Verify runs the same checks without subtests and without failing t (but
 // a factory that calls t.Fatal fails t itself), and returns every failure
-// joined, each prefixed with its check's name, or nil.
+// joined, each prefixed with its check's name, or nil. A data race is the
+// exception: under -race the race detector fails the running test when it
+// ends, and Verify cannot see it, so a nil error under -race means nothing
+// until the test has passed. Run does not have this gap: the race fails the
+// subtest of the check that made it.
 func Verify[S any](t *testing.T, sub Subject[S]) error {
 	t.Helper()
 	sub, f := sub.prepare(t)
