@@ -76,7 +76,7 @@ func wholeDump(t *testing.T, o Outcome, want string) {
 // A child that hangs past its timeout prints every goroutine's stack
 // (testing's own timeout), and the outcome keeps all of it.
 func TestHungChildKeepsWholeStackDump(t *testing.T) {
-	outcomes := isolate(t, hangs, []string{"NoAttemptOnDoneContext"}, 2*time.Second, 0)
+	outcomes := isolate(t, hangs, []string{"NoAttemptOnDoneContext"}, 3*time.Second, 0)
 	if outcomes == nil {
 		return
 	}
@@ -86,7 +86,7 @@ func TestHungChildKeepsWholeStackDump(t *testing.T) {
 // When the parent has to stop the child itself, it sends SIGQUIT, and the
 // outcome keeps the stack dump the Go runtime prints.
 func TestKilledChildKeepsWholeStackDump(t *testing.T) {
-	outcomes := isolate(t, hangs, []string{"NoAttemptOnDoneContext"}, time.Hour, 2*time.Second)
+	outcomes := isolate(t, hangs, []string{"NoAttemptOnDoneContext"}, time.Hour, 3*time.Second)
 	if outcomes == nil {
 		return
 	}
