@@ -22,6 +22,9 @@ func TestTiming(t *testing.T) {
 		{"ratio, uneven slots", model.Ratio{PPM: 1, Window: 10, Slots: 3}, 3, 10},
 		{"ratio, a window beyond MaxTiming", model.Ratio{PPM: 1, Window: 1 << 60, Slots: 1}, model.MaxTiming, model.MaxTiming},
 		{"ratio, unusable", model.Ratio{PPM: 1}, 0, 0},
+		{"ratio, no slots", model.Ratio{PPM: 1, Window: time.Second}, 0, 0},
+		{"ratio, no window", model.Ratio{PPM: 1, Slots: 1}, 0, 0},
+		{"bucket, a product past 2^64", model.TokenBucket{Capacity: 20_000_000_000, TransientCost: 1, ThrottledCost: 1, RefillPerSecond: 1}, time.Second, model.MaxTiming},
 		{"throttle", model.Throttle{Max: 10_000, Ratio: 100}, 0, 0},
 	} {
 		scale, horizon := c.m.Timing()
