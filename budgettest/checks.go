@@ -309,7 +309,8 @@ type replay struct {
 const volumeRounds = 70_000
 
 // replays returns the edge-case sequences of the Replay check: a drain; a
-// volume of more than 100,000 calls at one instant; for a budget whose
+// volume of more than 100,000 calls at one instant; a ramp of requests
+// and retries; for a budget whose
 // answers depend on time, refill fractions and jumps. On a ManualClock the
 // jumps are far steps beside every overflow threshold of elapsed × rate
 // (harness.Jumps) and across every order of magnitude to 2^62, each on a
@@ -329,7 +330,17 @@ func (sub Subject[S]) replays() []replay {
 	for range 2000 {
 		volume = append(volume, model.OpRetry(model.Transient), model.OpRetry(model.Throttled))
 	}
-	out := []replay{{"drain", drain}, {"volume", volume}}
+	// A ramp: a request, then a retry, over and over at one instant, so
+	// that the retries granted follow the allowance call by call and any
+	// request count at which it is rounded the wrong way shows.
+	var ramp []model.Op
+	for i := range 3000 {
+		ramp = append(ramp, model.OpRequest, model.OpRetry(model.Transient))
+		if i%7 == 6 {
+			ramp = append(ramp, model.OpRetry(model.Throttled), model.OpSuccess(model.FirstAttempt))
+		}
+	}
+	out := []replay{{"drain", drain}, {"volume", volume}, {"ramp", ramp}}
 	if scale == 0 {
 		return out
 	}

@@ -26,7 +26,7 @@ const (
 	ruleBursts        rule = "under contention the budget grants exactly what the model grants for the calls made, no more and no fewer, and ends in the model's state: in bursts of one call made by many goroutines at once, and in retries refunded over and over at an edge"
 	ruleNoDeadlock    rule = "every call returns: the budget neither deadlocks nor livelocks"
 	ruleNoLeak        rule = "no goroutine the budget started outlives it (a budget that owns goroutines stops them in Close() error)"
-	ruleReplay        rule = "fixed edge-case sequences (drains, a volume of 140,000 calls at one instant, calls on slot boundaries and a nanosecond either side, clock jumps beside overflow thresholds, refill fractions) give the model's answers"
+	ruleReplay        rule = "fixed edge-case sequences (drains, a volume of 140,000 calls at one instant, a ramp of requests and retries, calls on slot boundaries and a nanosecond either side, clock jumps beside overflow thresholds, refill fractions) give the model's answers"
 	ruleEdges         rule = "from any starting instant, negative or near the ends of int64, the budget answers as the model does"
 	ruleAmplification rule = "under a 100% outage the budget grants no more retries than its model: it bounds the load"
 	rulePanic         rule = "nothing the suite calls panics: the model's methods included"
