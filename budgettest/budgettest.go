@@ -99,7 +99,7 @@ func Checks() []Check {
 //   - Race: 64 goroutines call the budget at once, with GOMAXPROCS raised to
 //     at least 8. Only the race detector sees what goes wrong here: run go
 //     test -race. Without it the check finds only panics and deadlocks.
-//   - Invariant: for any model, three burst runs: many goroutines make the
+//   - Invariant: for any model, two burst runs: many goroutines make the
 //     same call at once, and since every order of identical calls is the
 //     same sequence, the budget must grant exactly what the model grants
 //     for that many calls (no more: a check-then-act; no fewer: a lost

@@ -233,7 +233,7 @@ func checkRace[S any](t *testing.T, sub Subject[S]) error {
 
 // burstRuns is how many burst runs the Invariant check makes, each of its
 // own seed.
-const burstRuns = 3
+const burstRuns = 2
 
 func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 	for seed := range uint64(burstRuns) {

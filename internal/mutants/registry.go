@@ -54,7 +54,7 @@ func Budgets() []Mutant {
 			TokenBucket: func(m model.TokenBucket, _ budget.Clock) budget.Budget { return NewUnclampedRefund(m) }},
 		{Name: "WrongKindRefund", CaughtBy: Sequential, Refill: AnyRefill,
 			TokenBucket: func(m model.TokenBucket, c budget.Clock) budget.Budget { return NewWrongKindRefund(m, c) }},
-		{Name: "DoubleRefill", CaughtBy: Linearizable, Refill: RequiresRefill,
+		{Name: "DoubleRefill", CaughtBy: Sequential, Refill: RequiresRefill,
 			TokenBucket: func(m model.TokenBucket, c budget.Clock) budget.Budget { return NewDoubleRefill(m, c) }},
 		{Name: "PerCallSite", CaughtBy: Amplification, Refill: NoRefill,
 			TokenBucket: func(m model.TokenBucket, c budget.Clock) budget.Budget { return NewPerCallSite(m, c) }},

@@ -161,8 +161,8 @@ func (w *WrongKindRefund) Success(k budget.Kind) {
 // Seen in: the lazy-refill pattern `now := time.Now(); mu.Lock(); elapsed :=
 // now.Sub(last); last = now`, an easy step away from the correct one, which
 // reads the clock under the lock or keeps the later of the two instants.
-// Caught by the linearizability check (and by the sequential check when the
-// clock goes backwards).
+// Caught by the sequential check, whose clock goes backwards, and by the
+// linearizability check in most runs.
 type DoubleRefill struct{ b modelBucket }
 
 var _ budget.Budget = (*DoubleRefill)(nil)

@@ -19,10 +19,10 @@ type BurstConfig struct {
 	// Goroutines is how many goroutines call the budget at once in a
 	// burst. Zero means 8.
 	Goroutines int
-	// Rounds is how many bursts a run makes. Zero means 40.
+	// Rounds is how many bursts a run makes. Zero means 24.
 	Rounds int
 	// Duels is how many duels each round makes before its burst. Zero
-	// means 25.
+	// means 12.
 	Duels int
 	// Seed chooses the rounds.
 	Seed uint64
@@ -81,10 +81,10 @@ func Bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
 		c.Goroutines = 8
 	}
 	if c.Rounds <= 0 {
-		c.Rounds = 40
+		c.Rounds = 24
 	}
 	if c.Duels <= 0 {
-		c.Duels = 25
+		c.Duels = 12
 	}
 	return bursts(c, sub)
 }
@@ -326,7 +326,7 @@ func toEdge[S any](src harness.Source, m model.Model[S], state *S, call func(mod
 }
 
 // hammerIterations is how many retries each goroutine of a hammer makes.
-const hammerIterations = 10_000
+const hammerIterations = 6_000
 
 // hammered is a hammer that saw more grants outstanding than the model
 // allows.
