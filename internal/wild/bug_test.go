@@ -92,7 +92,6 @@ var (
 	th   = model.OpRetry(model.Throttled)
 	okF  = model.OpSuccess(model.FirstAttempt)
 	okTr = model.OpSuccess(model.Transient)
-	okTh = model.OpSuccess(model.Throttled)
 	adv  = model.OpAdvance
 )
 
