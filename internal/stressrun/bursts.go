@@ -65,7 +65,10 @@ func (m *Mismatch) Error() string {
 // nudged by one call, so that the next burst races at a threshold or at
 // the clamp. Now and then a burst is a volume burst of 70,000 requests or
 // successes at one instant. Every answer, and for a model.Balancer every
-// balance between rounds, is compared with the model's.
+// balance between rounds, is compared with the model's. Each round also
+// runs a hammer (see hammer) and Duels duels (see toEdge): two goroutines
+// racing at the last grant, or through the credits that fit before a
+// clamp.
 //
 // The budget is built on a ManualClock reading 0 (run Bursts inside the
 // bubble for a wall-clock subject, whose steps are then sleeps). A panic
@@ -427,15 +430,13 @@ func hammer[S any](src harness.Source, m model.Model[S], state *S, b budget.Budg
 	}
 	// Back at s0: the k grants the model allows must all be there.
 	for i := range k + 1 {
-		got, err := call(retry)
-		if err != nil {
+		if _, err := call(retry); err != nil {
 			if mm, ok := err.(*Mismatch); ok {
 				mm.What = fmt.Sprintf("after %s, retry %d of %d: %s", what, i+1, k+1, mm.What)
 				mm.State = before + " before the hammer; " + mm.State
 			}
 			return "", err
 		}
-		_ = got
 	}
 	return what, nil
 }
