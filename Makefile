@@ -32,7 +32,7 @@ lin:
 # -race (the Race column needs it); prints the matrices. cmd/budgetcheck
 # runs the same and formats them.
 killmatrix:
-	$(GO) test -race -timeout 60m ./internal/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch-runs=$(CATCHRUNS) -ref-reps=$(REFREPS)
+	$(GO) test -race -timeout 60m ./internal/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch-runs=$(CATCHRUNS) -ref-reps=$(REFREPS) -matrix.full
 
 # How often budgettest.Run catches each broken budget of internal/wild and
 # internal/mutants, CATCHRATERUNS runs each, with and without -race; the
@@ -72,6 +72,8 @@ check: lint race
 # Mutation testing of each package by its own tests, with gremlins v0.6.0
 # (installed into GOBIN, or GOPATH/bin, if that version is not there), one
 # worker: a run on ./budget takes minutes, one on ./budgettest much longer.
+# GOFLAGS=-count=1: gremlins times each mutant's run against its first,
+# coverage run, and a cached first run makes every mutant time out.
 .PHONY: gremlins
 gremlins:
 	@bin=$$($(GO) env GOBIN); [ -n "$$bin" ] || bin=$$($(GO) env GOPATH)/bin; \
@@ -81,5 +83,5 @@ gremlins:
 	fi; \
 	for p in ./budget ./model ./budgettest; do \
 		echo "gremlins unleash $$p"; \
-		"$$bin/gremlins" unleash --workers 1 --timeout-coefficient 5 $$p || exit 1; \
+		GOFLAGS=-count=1 "$$bin/gremlins" unleash --workers 1 --timeout-coefficient 5 $$p || exit 1; \
 	done

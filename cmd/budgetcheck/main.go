@@ -75,7 +75,7 @@ func main() {
 		args = append(args, "-artifacts", "-outputdir", dir)
 	}
 	args = append(args, "-timeout", "60m", "./internal/mutants", "-run", "^(TestKillMatrix|TestLoopKillMatrix)$",
-		fmt.Sprintf("-catch-runs=%d", *catchRuns), fmt.Sprintf("-ref-reps=%d", *refReps))
+		fmt.Sprintf("-catch-runs=%d", *catchRuns), fmt.Sprintf("-ref-reps=%d", *refReps), "-matrix.full")
 
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "budgetcheck: go %s\n", strings.Join(args, " "))

@@ -22,7 +22,21 @@ import (
 var (
 	catchRuns = flag.Int("catch-runs", 1, "times each mutant is caught by the check that must catch it (cmd/budgetcheck: 3)")
 	refReps   = flag.Int("ref-reps", 1, "times every check runs on every reference budget (cmd/budgetcheck: 20)")
+	// The cells of a mutant other than the one its check must catch fail
+	// nothing (a second check catching it is a bonus, not a promise); they
+	// fill in the matrix that cmd/budgetcheck renders and take two thirds
+	// of the package's time, so go test ./... skips them.
+	full = flag.Bool("matrix.full", false, "run every check on every mutant, not only the one that must catch it (make killmatrix, cmd/budgetcheck)")
 )
+
+// interleavingTries is how many runs an interleaving mutant's check gets to
+// catch it under -race: its bug shows only when the scheduler stops a
+// goroutine inside a window of a few instructions, which one run of the
+// Linearizable check misses about once in twenty on a machine whose cores
+// are busy with other work (measured: 1 of 20 with a load average near 3).
+// Three runs miss it about once in 8,000. Controlled interleavings, which
+// would make one run enough, are a later issue.
+const interleavingTries = 3
 
 // The subjects a team would write for each family: one configuration per
 // family, the same for the reference budget and for every mutant of it.
@@ -157,11 +171,21 @@ func TestKillMatrix(t *testing.T) {
 				reps = *refReps
 			case cell.Must:
 				reps = *catchRuns
+			case !*full:
+				continue
+			}
+			tries := 1
+			if cell.Must && r.interleaving && raceEnabled {
+				tries = interleavingTries
 			}
 			var times []time.Duration
 			for rep := range reps {
 				start := time.Now()
 				verdict, detail := runOnce(t, r, c)
+				for try := 1; try < tries && verdict == "pass"; try++ {
+					t.Logf("%s escaped %s in try %d of %d (an interleaving bug, found by chance)", r.name, c, try, tries)
+					verdict, detail = runOnce(t, r, c)
+				}
 				times = append(times, time.Since(start))
 				cell.Runs, cell.Verdict = rep+1, verdict
 				if !cell.Mutant && verdict == "caught" {
@@ -194,24 +218,35 @@ func TestKillMatrix(t *testing.T) {
 	t.Log("\n" + table(cells, checks))
 }
 
-// table formats the budget matrix.
+// table formats the budget matrix; a cell not run (see -matrix.full) shows
+// as "-".
 func table(cells []matrix.Cell, checks []budgettest.Check) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kill matrix through budgettest (* the check that must catch the row; references repeated %d times, mutants caught %d times)\n%-26s", *refReps, *catchRuns, "implementation")
 	for _, c := range checks {
 		fmt.Fprintf(&b, " %-13s", c)
 	}
-	var impl string
+	var impls []string
+	verdicts := map[[2]string]string{}
 	for _, c := range cells {
-		if c.Impl != impl {
-			impl = c.Impl
-			fmt.Fprintf(&b, "\n%-26s", impl)
+		if !slices.Contains(impls, c.Impl) {
+			impls = append(impls, c.Impl)
 		}
 		s := c.Verdict
 		if c.Must {
 			s += "*"
 		}
-		fmt.Fprintf(&b, " %-13s", s)
+		verdicts[[2]string{c.Impl, c.Check}] = s
+	}
+	for _, impl := range impls {
+		fmt.Fprintf(&b, "\n%-26s", impl)
+		for _, c := range checks {
+			s, ok := verdicts[[2]string{impl, string(c)}]
+			if !ok {
+				s = "-"
+			}
+			fmt.Fprintf(&b, " %-13s", s)
+		}
 	}
 	return b.String() + "\n"
 }
