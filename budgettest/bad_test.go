@@ -196,3 +196,60 @@ func TestFactoryCallsFatal(t *testing.T) {
 	}
 	t.Log("the child reported the factory's t.Fatal as one Failure and failed its test")
 }
+
+// A panic in the Sequential check is reported with the sequence rapid shrank
+// it to.
+func TestSequentialPanicShowsTheShrunkSequence(t *testing.T) {
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "panics in Retry", Model: bucket,
+		New: func(*testing.T, budget.Clock) budget.Budget { return newPanicky("Retry") }}, budgettest.CheckSequential)
+	if err == nil || !contains(err.Error(), "Retry panicked") || !contains(err.Error(), "rapid's shrunk sequence, history:\n") {
+		t.Fatalf("VerifyCheck(Sequential) = %v, want the panic and rapid's shrunk history", err)
+	}
+}
+
+// The Model check names the step at which the model first answered two
+// ways: flakyModel does on its first.
+func TestModelCheckNamesTheStep(t *testing.T) {
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.ThrottleState]{Name: "flaky model", Model: &flakyModel{},
+		New: adapt(seqcheck.NewThrottle(grpc))}, budgettest.CheckModel)
+	if err == nil || !contains(err.Error(), ": step 1, ") {
+		t.Fatalf("VerifyCheck(Model) = %v, want the failure at step 1", err)
+	}
+}
+
+// boundaryModel's clock is its state, and it answers two ways only when a
+// step brings the clock onto a multiple of scale from off one: the Model
+// check finds it only if it steps to the slot boundaries of the instant it
+// has reached, not of instant 0.
+type boundaryModel struct {
+	scale time.Duration
+	mu    sync.Mutex
+	n     int
+}
+
+func (m *boundaryModel) Init() time.Duration { return 0 }
+func (m *boundaryModel) Step(s time.Duration, op model.Op) (time.Duration, bool) {
+	if op.Op != model.Advance {
+		return s, false
+	}
+	next := s + op.D
+	if s%m.scale != 0 && next%m.scale == 0 {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.n++
+		return next + time.Duration(m.n%2), false
+	}
+	return next, false
+}
+func (m *boundaryModel) Equal(a, b time.Duration) bool        { return a == b }
+func (m *boundaryModel) Hash(s time.Duration) uint64          { return uint64(s) }
+func (m *boundaryModel) DescribeState(s time.Duration) string { return s.String() }
+
+func TestModelCheckStepsToBoundariesOfNow(t *testing.T) {
+	scale := 1_000_003 * time.Nanosecond // a prime: no other step lands on its multiples
+	err := budgettest.VerifyCheck(t, budgettest.Subject[time.Duration]{Name: "boundary model", Model: &boundaryModel{scale: scale},
+		Scale: scale, Horizon: 10 * scale, New: adapt(seqcheck.NewThrottle(grpc))}, budgettest.CheckModel)
+	if err == nil || !contains(err.Error(), "the model is deterministic") {
+		t.Fatalf("VerifyCheck(Model) = %v, want the model rule", err)
+	}
+}

@@ -92,7 +92,7 @@ func checkSequential[S any](t *testing.T, sub Subject[S]) error {
 	}
 	if f := stats.Fault(); f != nil {
 		ff := sub.failure(f)
-		if i := strings.LastIndex(report, "history:\n"); i >= 0 {
+		if i := strings.LastIndex(report, "history:\n"); i != -1 {
 			ff.Detail += "\nrapid's shrunk sequence, " + strings.TrimRight(report[i:], "\n")
 		}
 		return ff
@@ -178,6 +178,45 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 // and minimizing a violation.
 const minimizeWithin = 6 * time.Second
 
+// narrow tries the focused scenarios of a violation (see
+// [linearizability.Focus]) until one fails again or elapsed reaches within,
+// and returns the first that failed with its witness, or s and res if none
+// did. The focused scenarios are small, and a run of one takes tens of
+// microseconds, but a race between two calls shows in perhaps one run of
+// ten thousand without -race: three tries in four go to the first, the
+// likeliest, the fourth to the last.
+func narrow[S any](focus []linearizability.Scenario, s linearizability.Scenario, res linearizability.Result[S], within time.Duration,
+	elapsed func() time.Duration, fails func(linearizability.Scenario) (linearizability.Result[S], bool)) (linearizability.Scenario, linearizability.Result[S]) {
+	if len(focus) == 0 {
+		return s, res
+	}
+	for i := 0; elapsed() < within; i++ {
+		c := focus[0]
+		if i%4 == 3 {
+			c = focus[len(focus)-1]
+		}
+		if r, ok := fails(c); ok {
+			return c, r
+		}
+	}
+	return s, res
+}
+
+// minimizeTries is how many runs Minimize gives each smaller scenario of a
+// failing one of n operations: a small scenario runs quickly and may need
+// thousands of runs to meet its race again; a large one, that fails more
+// readily, gets at least 20.
+func minimizeTries(n int) int {
+	return max(20, 4000/max(n, 1))
+}
+
+// minimizeBudget is the time left to minimize in, of within, after spent
+// has gone on narrowing: never less than a twelfth of within, so that a
+// narrowing that took all its time still leaves the minimizer some.
+func minimizeBudget(within, spent time.Duration) time.Duration {
+	return max(within-spent, within/12)
+}
+
 // explainViolation narrows and minimizes the failing scenario, saves it, and
 // builds the one Failure that explains it.
 func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario, res linearizability.Result[S], seed uint64) error {
@@ -186,25 +225,10 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 		r, err := sub.trial(t, c)
 		return r, err == nil && r.Verdict == linearizability.Violation
 	}
-	from, best, witness := s.Len(), s, res
-	// The narrowed scenarios are small, and a run of one takes tens of
-	// microseconds, but a race between two calls shows in perhaps one run
-	// of ten thousand without -race: give them most of the time, three
-	// tries in four to the first, the likeliest.
-	if focus := linearizability.Focus(res, s); len(focus) > 0 {
-		for i := 0; time.Since(start) < minimizeWithin*3/4; i++ {
-			c := focus[0]
-			if i%4 == 3 {
-				c = focus[len(focus)-1]
-			}
-			if r, ok := fails(c); ok {
-				best, witness = c, r
-				break
-			}
-		}
-	}
-	tries := max(20, 4000/max(best.Len(), 1))
-	rep := linearizability.Minimize(best, tries, max(minimizeWithin-time.Since(start), time.Second/2), fails)
+	from := s.Len()
+	elapsed := func() time.Duration { return time.Since(start) }
+	best, witness := narrow(linearizability.Focus(res, s), s, res, minimizeWithin*3/4, elapsed, fails)
+	rep := linearizability.Minimize(best, minimizeTries(best.Len()), minimizeBudget(minimizeWithin, elapsed()), fails)
 	if rep.Witness.Verdict == linearizability.Violation {
 		best, witness = rep.To, rep.Witness
 	}
@@ -231,36 +255,55 @@ func checkRace[S any](t *testing.T, sub Subject[S]) error {
 	return err
 }
 
-// burstRuns is how many burst runs the Invariant check makes, each of its
-// own seed.
-const burstRuns = 2
+// burstSeeds are the seeds of the Invariant check's burst runs, one run
+// each; familySeeds those of its stress runs for a model of the model
+// package, whose invariants the runs' logs are checked against.
+var (
+	burstSeeds  = []uint64{1, 2}
+	familySeeds = []uint64{1, 2, 3}
+)
 
 func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
-	for seed := range uint64(burstRuns) {
-		hs := sub.harness(t)
-		err := hs.Guard("a burst run", func() error {
-			return hs.InBubble(t, "a burst run", func(t *testing.T) error {
-				return stressrun.Bursts(stressrun.BurstConfig{Seed: seed + 1}, sub.harness(t))
+	var stages []func() error
+	for _, seed := range burstSeeds {
+		stages = append(stages, func() error {
+			hs := sub.harness(t)
+			err := hs.Guard("a burst run", func() error {
+				return hs.InBubble(t, "a burst run", func(t *testing.T) error {
+					return stressrun.Bursts(stressrun.BurstConfig{Seed: seed}, sub.harness(t))
+				})
 			})
+			if m := (*stressrun.Mismatch)(nil); errors.As(err, &m) {
+				return fail(ruleBursts, "%s: burst run of seed %d: %v", sub.name(), seed, err)
+			}
+			return err
 		})
-		var m *stressrun.Mismatch
-		if errors.As(err, &m) {
-			return fail(ruleBursts, "%s: burst run %d: %v", sub.name(), seed+1, err)
-		}
-		if err != nil {
-			return err
+	}
+	// The bursts hold for any model; the family invariants need one of the
+	// model package's.
+	if stressrun.HasInvariant(sub.Model) {
+		for _, seed := range familySeeds {
+			stages = append(stages, func() error {
+				run, err := stressrun.Stress(sub.stressConfig(seed), sub.harness(t))
+				if err != nil {
+					return err
+				}
+				if _, err := run.Check(sub.Model); err != nil {
+					return fail(ruleInvariant, "%s: stress run of seed %d, 64 goroutines: %v", sub.name(), seed, err)
+				}
+				return nil
+			})
 		}
 	}
-	if !stressrun.HasInvariant(sub.Model) {
-		return nil // the bursts hold for any model; the family invariants need one of the model package's
-	}
-	for seed := range uint64(3) {
-		run, err := stressrun.Stress(sub.stressConfig(seed+1), sub.harness(t))
-		if err != nil {
+	return firstError(stages...)
+}
+
+// firstError runs the stages in turn, up to the first that fails, and
+// returns its error.
+func firstError(stages ...func() error) error {
+	for _, stage := range stages {
+		if err := stage(); err != nil {
 			return err
-		}
-		if _, err := run.Check(sub.Model); err != nil {
-			return fail(ruleInvariant, "%s: stress run %d of 64 goroutines: %v", sub.name(), seed+1, err)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/retrybudget/retrybudget/budget"
@@ -42,5 +43,36 @@ func TestLinearizableExplainsCheckThenAct(t *testing.T) {
 	}
 	if r := linearizability.Recheck(fx, bucket, 0); r.Verdict != linearizability.Violation || fx.Scenario == nil || fx.Scenario.Len() != to {
 		t.Errorf("the fixture re-checks as %v with a scenario of %v operations", r.Verdict, fx.Scenario)
+	}
+}
+
+// generous grants every retry: a bug that shows in any order of the calls,
+// so every run of a failing scenario fails again.
+type generous struct{}
+
+func (generous) Request()               {}
+func (generous) Retry(budget.Kind) bool { return true }
+func (generous) Success(budget.Kind)    {}
+
+// A violation that reproduces on every run is minimized to the two retries
+// that break it, whatever the number of scenarios the check is told to run:
+// one runs one, and zero runs the default.
+func TestLinearizableMinimizesADeterministicViolation(t *testing.T) {
+	for _, n := range []int{0, 1} {
+		err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "generous", Model: bucket, Scenarios: n,
+			New: func(*testing.T, budget.Clock) budget.Budget { return generous{} }}, budgettest.CheckLinearizable)
+		var f *budgettest.Failure
+		if !errors.As(err, &f) {
+			t.Fatalf("Scenarios %d: VerifyCheck = %v, want a Failure", n, err)
+		}
+		m := minimized.FindStringSubmatch(f.Detail)
+		if m == nil || !strings.Contains(f.Detail, "scenario 1 failed") {
+			t.Fatalf("Scenarios %d: not an explained violation of scenario 1:\n%v", n, f)
+		}
+		from, _ := strconv.Atoi(m[1])
+		to, _ := strconv.Atoi(m[2])
+		if to > 3 || from <= to {
+			t.Errorf("Scenarios %d: minimized from %d to %d operations, want at most 3 (two retries and a success at most):\n%v", n, from, to, f)
+		}
 	}
 }

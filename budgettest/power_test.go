@@ -1,8 +1,10 @@
 package budgettest_test
 
 import (
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,5 +163,41 @@ func TestJumpsBesideOverflow(t *testing.T) {
 		New: func(_ *testing.T, c budget.Clock) budget.Budget { return mutants.NewOverflowingRefill(refilling, c) }}, budgettest.CheckReplay)
 	if err == nil || !strings.Contains(err.Error(), "replay \"jump of") {
 		t.Fatalf("VerifyCheck(Replay) = %v, want a jump replay to fail", err)
+	}
+}
+
+// grantsBesideSuccess is the reference throttle, except that a retry that
+// arrives while a success is being recorded is granted whatever the
+// throttle answers. Calls of one kind at a time, which is all the burst
+// runs make, never show it; a retry that meets a success does, in the
+// Invariant check's mixed stress runs.
+type grantsBesideSuccess struct {
+	budget.Budget
+	inSuccess atomic.Int32
+}
+
+func (g *grantsBesideSuccess) Retry(k budget.Kind) bool {
+	granted := g.Budget.Retry(k)
+	return granted || g.inSuccess.Load() > 0 // BUG
+}
+
+func (g *grantsBesideSuccess) Success(k budget.Kind) {
+	g.inSuccess.Add(1)
+	defer g.inSuccess.Add(-1)
+	for range 20 {
+		runtime.Gosched() // a slow write, that other calls run beside
+	}
+	g.Budget.Success(k)
+}
+
+// The Invariant check runs the family invariants after the bursts, and a
+// budget they alone can see fails it by them.
+func TestInvariantChecksTheFamilyAfterTheBursts(t *testing.T) {
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.ThrottleState]{Name: "grants beside a success", Model: grpc,
+		New: func(_ *testing.T, c budget.Clock) budget.Budget {
+			return &grantsBesideSuccess{Budget: seqcheck.NewThrottle(grpc)(c)}
+		}}, budgettest.CheckInvariant)
+	if err == nil || !strings.Contains(err.Error(), "stress run of seed") || !strings.Contains(err.Error(), "no retry granted at or below max/2") {
+		t.Fatalf("VerifyCheck(Invariant) = %v, want the throttle's family invariant broken in a stress run", err)
 	}
 }

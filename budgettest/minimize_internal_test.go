@@ -1,0 +1,88 @@
+package budgettest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/model"
+)
+
+// scenarioOf is a scenario of n retries on one goroutine: scenarios that
+// narrow tells apart by their length.
+func scenarioOf(n int) linearizability.Scenario {
+	return linearizability.Scenario{Goroutines: [][]model.Op{slices.Repeat([]model.Op{model.OpRetry(model.Transient)}, n)}}
+}
+
+// fakeElapsed is a clock that moves by step every time it is read.
+func fakeElapsed(step time.Duration) func() time.Duration {
+	var now time.Duration
+	return func() time.Duration {
+		d := now
+		now += step
+		return d
+	}
+}
+
+// Narrowing gives three tries in four to the first focused scenario and the
+// fourth to the last, and keeps the first that fails again.
+func TestNarrowTriesFirstThreeTimesThenLast(t *testing.T) {
+	first, mid, last, orig := scenarioOf(1), scenarioOf(2), scenarioOf(3), scenarioOf(9)
+	var tried []int
+	witness := linearizability.Result[model.TokenBucketState]{Verdict: linearizability.Violation, Elapsed: time.Millisecond}
+	fails := func(c linearizability.Scenario) (linearizability.Result[model.TokenBucketState], bool) {
+		tried = append(tried, c.Len())
+		return witness, c.Len() == last.Len() && len(tried) > 4
+	}
+	got, w := narrow([]linearizability.Scenario{first, mid, last}, orig, linearizability.Result[model.TokenBucketState]{}, time.Hour, fakeElapsed(time.Millisecond), fails)
+	if want := []int{1, 1, 1, 3, 1, 1, 1, 3}; !slices.Equal(tried, want) {
+		t.Errorf("tried scenarios of lengths %v, want %v", tried, want)
+	}
+	if got.Len() != last.Len() || w.Elapsed != witness.Elapsed {
+		t.Errorf("narrow returned a scenario of %d operations (witness %v), want the last focus, of %d, and its witness", got.Len(), w.Elapsed, last.Len())
+	}
+}
+
+// Narrowing stops when its time is up and then returns the violation it was
+// given; with nothing focused it runs nothing.
+func TestNarrowStopsInTime(t *testing.T) {
+	orig := scenarioOf(9)
+	res := linearizability.Result[model.TokenBucketState]{Verdict: linearizability.Violation, Elapsed: 7}
+	runs := 0
+	never := func(linearizability.Scenario) (linearizability.Result[model.TokenBucketState], bool) {
+		runs++
+		return linearizability.Result[model.TokenBucketState]{}, false
+	}
+	// The clock reads 0, 1, 2, ... ms: reads below 75 ms allow a run.
+	got, w := narrow([]linearizability.Scenario{scenarioOf(1)}, orig, res, 75*time.Millisecond, fakeElapsed(time.Millisecond), never)
+	if runs != 75 {
+		t.Errorf("%d runs in 75 ms at 1 ms a run, want 75", runs)
+	}
+	if got.Len() != orig.Len() || w.Elapsed != res.Elapsed {
+		t.Errorf("narrow returned a scenario of %d operations, want the original of %d and its result", got.Len(), orig.Len())
+	}
+	runs = 0
+	got, _ = narrow(nil, orig, res, time.Hour, fakeElapsed(time.Millisecond), never)
+	if runs != 0 || got.Len() != orig.Len() {
+		t.Errorf("with no focused scenario: %d runs and %d operations, want 0 runs and the original", runs, got.Len())
+	}
+}
+
+func TestMinimizeTriesAndBudget(t *testing.T) {
+	for _, c := range []struct{ n, want int }{{0, 4000}, {1, 4000}, {3, 1333}, {100, 40}, {200, 20}, {400, 20}, {100_000, 20}} {
+		if got := minimizeTries(c.n); got != c.want {
+			t.Errorf("minimizeTries(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+	for _, c := range []struct{ within, spent, want time.Duration }{
+		{6 * time.Second, 0, 6 * time.Second},
+		{6 * time.Second, 2 * time.Second, 4 * time.Second},
+		{6 * time.Second, 5900 * time.Millisecond, time.Second / 2},
+		{6 * time.Second, time.Minute, time.Second / 2},
+	} {
+		if got := minimizeBudget(c.within, c.spent); got != c.want {
+			t.Errorf("minimizeBudget(%v, %v) = %v, want %v", c.within, c.spent, got, c.want)
+		}
+	}
+}
