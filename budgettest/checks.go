@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -321,7 +322,7 @@ func checkLeak[S any](t *testing.T, sub Subject[S]) error {
 			b, closeBudget := sub.harness(t).Open(new(budget.ManualClock))
 			for i := range 200 {
 				harness.Perform(b, model.OpRequest)
-				k := model.Kind(1 + i%2)
+				k := []model.Kind{model.Transient, model.Throttled}[i%2]
 				if harness.Perform(b, model.OpRetry(k)) {
 					harness.Perform(b, model.OpSuccess(k))
 				}
@@ -366,7 +367,6 @@ func (sub Subject[S]) replays() []replay {
 		drain = append(drain, model.OpRetry(model.Transient), model.OpRetry(model.Throttled))
 	}
 	drain = append(drain, model.OpSuccess(model.Transient), model.OpSuccess(model.FirstAttempt), model.OpRetry(model.Throttled))
-	volume = make([]model.Op, 0, 2*volumeRounds+4000)
 	for range volumeRounds {
 		volume = append(volume, model.OpRequest, model.OpSuccess(model.FirstAttempt))
 	}
@@ -376,13 +376,11 @@ func (sub Subject[S]) replays() []replay {
 	// A ramp: a request, then a retry, over and over at one instant, so
 	// that the retries granted follow the allowance call by call and any
 	// request count at which it is rounded the wrong way shows.
-	var ramp []model.Op
-	for i := range 3000 {
-		ramp = append(ramp, model.OpRequest, model.OpRetry(model.Transient))
-		if i%7 == 6 {
-			ramp = append(ramp, model.OpRetry(model.Throttled), model.OpSuccess(model.FirstAttempt))
-		}
-	}
+	// Every seventh step of the ramp also has a throttled retry and a
+	// first-attempt success.
+	step := []model.Op{model.OpRequest, model.OpRetry(model.Transient)}
+	seventh := append(slices.Clone(step), model.OpRetry(model.Throttled), model.OpSuccess(model.FirstAttempt))
+	ramp := slices.Repeat(append(slices.Repeat(step, 6), seventh...), 430) // about 3,000 steps
 	out := []replay{{"drain", drain}, {"volume", volume}, {"ramp", ramp}}
 	if scale == 0 {
 		return out

@@ -1,11 +1,13 @@
 package budgettest_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/model"
 )
 
@@ -107,3 +109,32 @@ type unclosed struct{ o *owned }
 func (u unclosed) Request()                 { u.o.Request() }
 func (u unclosed) Retry(k budget.Kind) bool { return u.o.Retry(k) }
 func (u unclosed) Success(k budget.Kind)    { u.o.Success(k) }
+
+// leaksOnThrottled is the reference bucket, except that its first throttled
+// retry starts a goroutine that never ends (a retry timer never stopped).
+type leaksOnThrottled struct {
+	budget.Budget
+	once sync.Once
+	stop chan struct{}
+}
+
+func (l *leaksOnThrottled) Retry(k budget.Kind) bool {
+	if k == budget.Throttled {
+		l.once.Do(func() { go func() { <-l.stop }() })
+	}
+	return l.Budget.Retry(k)
+}
+
+// The Leak check calls every kind of retry: a leak behind the throttled
+// kind alone is found.
+func TestLeakCheckCallsEveryKind(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "leaks on a throttled retry", Model: bucket,
+		New: func(*testing.T, budget.Clock) budget.Budget {
+			return &leaksOnThrottled{Budget: seqcheck.NewTokenBucket(bucket)(nil), stop: stop}
+		}}, budgettest.CheckLeak)
+	if err == nil || !contains(err.Error(), "no goroutine the budget started outlives it") {
+		t.Fatalf("VerifyCheck(Leak) = %v, want the leak rule", err)
+	}
+}
