@@ -66,7 +66,7 @@ func (m *Mismatch) Error() string {
 // the clamp. Now and then a burst is a volume burst of 70,000 requests or
 // successes at one instant. Every answer, and for a model.Balancer every
 // balance between rounds, is compared with the model's. Each round also
-// runs a hammer (see hammer) and Duels duels (see toEdge): two goroutines
+// runs a hammer (see hammer), a churn (see churn.go) and Duels duels (see toEdge): two goroutines
 // racing at the last grant, or through the credits that fit before a
 // clamp.
 //
@@ -154,6 +154,18 @@ func bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
 			}
 			if desc != "" {
 				note(desc)
+			}
+		}
+		{
+			desc, err := churn(src, m, &state, b, func(op model.Op) (bool, error) { return one(round, op) })
+			if err != nil {
+				return err
+			}
+			if desc != "" {
+				note(desc)
+				if err := checkBalance(balance, state, round, &history, m.DescribeState); err != nil {
+					return err
+				}
 			}
 		}
 		for range c.Duels {

@@ -3,8 +3,10 @@ package stressrun_test
 import (
 	"errors"
 	"flag"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,3 +133,62 @@ type panicky struct{}
 func (panicky) Request()               {}
 func (panicky) Retry(budget.Kind) bool { panic("boom") }
 func (panicky) Success(budget.Kind)    {}
+
+// lostUpdateThrottle is gRPC retry throttling that guards its count with
+// two locks, one for retries and one for successes, and yields inside each:
+// calls of one kind are serialized, but a retry and a success overwrite
+// each other's update. No data race is reported (every access is atomic),
+// and no burst or duel of one call shows it.
+type lostUpdateThrottle struct {
+	m         model.Throttle
+	retryMu   sync.Mutex
+	successMu sync.Mutex
+	milli     atomic.Int64
+}
+
+func newLostUpdateThrottle(m model.Throttle) *lostUpdateThrottle {
+	t := &lostUpdateThrottle{m: m}
+	t.milli.Store(m.Max)
+	return t
+}
+
+func (t *lostUpdateThrottle) update(mu *sync.Mutex, f func(int64) int64) int64 {
+	mu.Lock() // BUG: the other kind of call holds the other lock
+	defer mu.Unlock()
+	old := t.milli.Load()
+	runtime.Gosched()
+	n := f(old)
+	t.milli.Store(n)
+	return n
+}
+func (t *lostUpdateThrottle) Request() {}
+func (t *lostUpdateThrottle) Retry(k budget.Kind) bool {
+	if !k.IsRetry() {
+		return false
+	}
+	return 2*t.update(&t.retryMu, func(v int64) int64 { return max(v-1000, 0) }) > t.m.Max
+}
+func (t *lostUpdateThrottle) Success(budget.Kind) {
+	t.update(&t.successMu, func(v int64) int64 { return min(v+t.m.Ratio, t.m.Max) })
+}
+func (t *lostUpdateThrottle) Available() float64 { return float64(t.milli.Load()) / 1000 }
+
+// The bursts' churn finds a lost update: many goroutines retrying and
+// crediting the throttle back, which in any order ends where it started,
+// end elsewhere. The reference throttle passes the same runs.
+func TestBurstsChurnFindsALostUpdate(t *testing.T) {
+	grpc := model.Throttle{Max: 10_000, Ratio: 100}
+	for seed := range uint64(3) {
+		sub := harness.Subject[model.ThrottleState]{Name: "lost update", Model: grpc,
+			New: func(budget.Clock) budget.Budget { return newLostUpdateThrottle(grpc) }}
+		err := stressrun.Bursts(stressrun.BurstConfig{Seed: seed + 1}, sub)
+		var m *stressrun.Mismatch
+		if !errors.As(err, &m) || len(m.History) == 0 || !strings.HasPrefix(m.History[len(m.History)-1], "a churn: ") {
+			t.Fatalf("seed %d: Bursts = %v, want a mismatch right after a churn", seed+1, err)
+		}
+		sub.New = seqcheck.NewThrottle(grpc)
+		if err := stressrun.Bursts(stressrun.BurstConfig{Seed: seed + 1}, sub); err != nil {
+			t.Fatalf("seed %d: the reference throttle: %v", seed+1, err)
+		}
+	}
+}
