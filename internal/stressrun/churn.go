@@ -30,7 +30,7 @@ import (
 // the balance or in the answers after it.
 
 // churnCalls is about how many calls each goroutine of a churn makes.
-const churnCalls = 3_000
+const churnCalls = 2_000
 
 // churnMaxCredits bounds the credits of one cycle.
 const churnMaxCredits = 32
@@ -76,17 +76,25 @@ func confluent[S any](m model.Model[S], s S, cycles [][]model.Op) bool {
 		n *= len(c)
 	}
 	// states[i] is the state at the positions whose mixed-radix digits are
-	// i, reached by running each goroutine's calls in turn.
+	// i, reached by running each goroutine's calls in turn: the last
+	// goroutine's last call is the step from the state one digit lower.
 	states := make([]S, n)
-	for i := range n {
-		t, x := s, i
-		for _, c := range cycles {
-			for p := range x % len(c) {
-				t, _ = m.Step(t, c[p])
+	states[0] = s
+	for i := 1; i < n; i++ {
+		unit, last, p := 1, 0, 0
+		for k, c := range cycles {
+			if d := i / unit % len(c); d > 0 {
+				last, p = k, d
 			}
-			x /= len(c)
+			if k < len(cycles)-1 {
+				unit *= len(c)
+			}
 		}
-		states[i] = t
+		u := 1
+		for _, c := range cycles[:last] {
+			u *= len(c)
+		}
+		states[i], _ = m.Step(states[i-u], cycles[last][p-1])
 	}
 	for i := range n {
 		unit := 1
@@ -124,7 +132,11 @@ func churnPlan[S any](src harness.Source, m model.Model[S], s S, kind model.Kind
 	if len(main) == 1 && (!mixed || len(alt) == 1) {
 		return nil // denials only: nothing changes, nothing can be lost
 	}
-	for g := 4; g >= 2; g-- {
+	// Confluence for g goroutines implies it for their first g-1 (the
+	// positions at which the last is at its start), so the plan grows
+	// until it fails.
+	var plan [][]model.Op
+	for g := 2; g <= 4; g++ {
 		cycles := make([][]model.Op, g)
 		states := 1
 		for i := range cycles {
@@ -134,11 +146,12 @@ func churnPlan[S any](src harness.Source, m model.Model[S], s S, kind model.Kind
 			}
 			states *= len(cycles[i])
 		}
-		if states <= churnStates && confluent(m, s, cycles) {
-			return cycles
+		if states > churnStates || !confluent(m, s, cycles) {
+			break
 		}
+		plan = cycles
 	}
-	return nil
+	return plan
 }
 
 // churn walks the budget, one call at a time through call, to a state from
