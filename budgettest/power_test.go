@@ -203,3 +203,46 @@ func TestInvariantChecksTheFamilyAfterTheBursts(t *testing.T) {
 		t.Fatalf("VerifyCheck(Invariant) = %v, want the throttle's family invariant broken in a stress run", err)
 	}
 }
+
+// timedAs is a model of your own whose Timing says what it is told.
+type timedAs struct {
+	plain[model.TokenBucketState]
+	scale, horizon time.Duration
+}
+
+func (m timedAs) Timing() (time.Duration, time.Duration) { return m.scale, m.horizon }
+
+// A model's Timing is checked like a subject's Scale and Horizon: a horizon
+// as long as the scale is fine, a shorter one is not.
+func TestModelTimingChecked(t *testing.T) {
+	newB := func(_ *testing.T, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(refilling)(c) }
+	tm := func(scale, horizon time.Duration) budgettest.Subject[model.TokenBucketState] {
+		return budgettest.Subject[model.TokenBucketState]{Name: "timed as told", Model: timedAs{plain[model.TokenBucketState]{refilling}, scale, horizon}, New: newB}
+	}
+	if err := budgettest.VerifyCheck(t, tm(1400*time.Millisecond, 1400*time.Millisecond), budgettest.CheckSequential); err != nil {
+		t.Errorf("Timing (1.4s, 1.4s): %v, want accepted", err)
+	}
+	for _, c := range [][2]time.Duration{{2 * time.Second, time.Second}, {0, time.Second}, {-time.Second, time.Second}, {time.Second, -time.Second}} {
+		err := budgettest.VerifyCheck(t, tm(c[0], c[1]), budgettest.CheckSequential)
+		if err == nil || !strings.Contains(err.Error(), "timed as told: the model's Timing() is") {
+			t.Errorf("Timing (%v, %v): %v, want the subject failed for it", c[0], c[1], err)
+		}
+	}
+}
+
+// The probe of a model's use of time steps the clock once, between two
+// calls, and shows that history beside the same calls without the step.
+func TestTimeProbeStepsOnce(t *testing.T) {
+	sub := budgettest.Subject[model.TokenBucketState]{Model: plain[model.TokenBucketState]{refilling},
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(refilling)(c) }}
+	err := budgettest.Verify(t, sub)
+	if err == nil {
+		t.Fatal("Verify passed a time-dependent model with no timing")
+	}
+	msg := err.Error()
+	_, with, ok := strings.Cut(msg, "with it:")
+	with, _, _ = strings.Cut(with, "\n")
+	if !ok || strings.Count(with, "advance") != 1 || !strings.Contains(msg, "the budget: Subject.Scale is 0") {
+		t.Fatalf("want the unnamed subject called the budget, and one clock step in the history with it:\n%v", msg)
+	}
+}
