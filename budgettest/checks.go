@@ -435,8 +435,19 @@ func (sub Subject[S]) replays() []replay {
 	return out
 }
 
+// replayReports is how many failed replays the Replay check reports.
+const replayReports = 3
+
+// checkReplay runs every replay, and reports the first replayReports that
+// fail in one Failure: enough to see a pattern, few enough to read.
 func checkReplay[S any](t *testing.T, sub Subject[S]) error {
-	var errs []error
+	var errs []string
+	report := func() error {
+		if len(errs) == 0 {
+			return nil
+		}
+		return fail(ruleReplay, "%s", strings.Join(errs, "\n"))
+	}
 	for _, r := range sub.replays() {
 		hs := sub.harness(t)
 		err := hs.Guard("the replay "+r.name, func() error {
@@ -449,13 +460,13 @@ func checkReplay[S any](t *testing.T, sub Subject[S]) error {
 		case errors.As(err, &h):
 			return err
 		case err != nil:
-			errs = append(errs, fail(ruleReplay, "%s: replay %q: %v", sub.name(), r.name, err))
-			if len(errs) == 3 {
-				return errors.Join(errs...)
+			errs = append(errs, fmt.Sprintf("%s: replay %q: %v", sub.name(), r.name, err))
+			if len(errs) == replayReports {
+				return report()
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return report()
 }
 
 // amplification is the outage the Amplification check runs: 10 clients × 5
