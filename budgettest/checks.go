@@ -93,8 +93,8 @@ func checkSequential[S any](t *testing.T, sub Subject[S]) error {
 	}
 	if f := stats.Fault(); f != nil {
 		ff := sub.failure(f)
-		if i := strings.LastIndex(report, "history:\n"); i != -1 {
-			ff.Detail += "\nrapid's shrunk sequence, " + strings.TrimRight(report[i:], "\n")
+		if strings.Contains(report, "history:\n") {
+			ff.Detail += "\nrapid's shrunk sequence, " + strings.TrimRight(report[strings.LastIndex(report, "history:\n"):], "\n")
 		}
 		return ff
 	}
@@ -393,9 +393,9 @@ func (sub Subject[S]) replays() []replay {
 	// slots are aligned, then a nanosecond before and after them: an
 	// instant that starts a slot must count in that slot, and leave the
 	// window with it. Each replay makes a volley of requests on one
-	// boundary, then steps exactly one scale at a time past the horizon,
-	// retrying on every boundary, so that the volley's leaving shows in an
-	// answer.
+	// boundary (or a nanosecond beside it), then steps to the boundaries
+	// after it, one scale at a time past the horizon, retrying on every
+	// one, so that the volley's leaving shows in an answer.
 	steps := min(int(max(sub.Horizon, scale)/scale)+3, 64)
 	for _, off := range []time.Duration{0, -1, 1} {
 		for _, volley := range []int{3, 40, 400} {
@@ -403,9 +403,15 @@ func (sub Subject[S]) replays() []replay {
 			for range volley {
 				ops = append(ops, model.OpRequest)
 			}
+			// The first step lands on the next boundary itself, so that
+			// the volley and the calls after it are off by off from
+			// each other: a slot that is right up to a constant shift
+			// (one nanosecond ahead, say) shows.
+			next := scale - off
 			for range steps {
 				ops = append(ops, model.OpRetry(model.Transient), model.OpRetry(model.Throttled), model.OpRequest,
-					model.OpSuccess(model.Transient), model.OpAdvance(scale))
+					model.OpSuccess(model.Transient), model.OpAdvance(next))
+				next = scale
 			}
 			out = append(out, replay{fmt.Sprintf("boundaries%+d ns, %d requests", off, volley), ops})
 		}

@@ -4,9 +4,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/internal/wild"
 	"github.com/retrybudget/retrybudget/model"
 )
@@ -44,5 +46,31 @@ func TestReplayReportsThreeFailures(t *testing.T) {
 	}
 	if n := strings.Count(err.Error(), "generous: replay \""); n != 3 {
 		t.Errorf("%d replays reported, want 3:\n%v", n, err)
+	}
+}
+
+// shiftedRatio is the reference ratio on a clock read by nanoseconds off:
+// the off-by-one of a slot computed as (now+1)/width (an "inclusive end"),
+// or as (now-1)/width. Only an instant one nanosecond beside a slot
+// boundary lands in the wrong slot.
+func shiftedRatio(m model.Ratio, by time.Duration) budgettest.Factory {
+	return func(_ *testing.T, c budget.Clock) budget.Budget {
+		return seqcheck.NewRatio(m)(budget.ClockFunc(func() time.Duration { return c.Now() + by }))
+	}
+}
+
+// Replay makes calls on the slot boundaries and a nanosecond either side of
+// them, and steps between them, where a slot off by one nanosecond shows.
+func TestReplayCallsBesideABoundary(t *testing.T) {
+	m := model.Ratio{PPM: 100_000, Window: 10 * time.Second, Slots: 10, Floor: 3}
+	for _, by := range []time.Duration{1, -1} {
+		err := budgettest.VerifyCheck(t, budgettest.Subject[model.RatioState]{Name: "one ns off", Model: m, New: shiftedRatio(m, by)}, budgettest.CheckReplay)
+		if err == nil || !strings.Contains(err.Error(), `replay "boundaries`) {
+			t.Errorf("clock %v off: VerifyCheck(Replay) = %v, want a boundaries replay to fail", by, err)
+		}
+	}
+	if by1 := budgettest.VerifyCheck(t, budgettest.Subject[model.RatioState]{Name: "one ns ahead", Model: m, New: shiftedRatio(m, 1)}, budgettest.CheckReplay); by1 == nil ||
+		!strings.Contains(by1.Error(), `replay "boundaries-1 ns`) {
+		t.Errorf("clock 1 ns ahead: %v, want the replay a nanosecond before the boundaries to fail", by1)
 	}
 }
