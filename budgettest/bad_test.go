@@ -253,3 +253,19 @@ func TestModelCheckStepsToBoundariesOfNow(t *testing.T) {
 		t.Fatalf("VerifyCheck(Model) = %v, want the model rule", err)
 	}
 }
+
+// The Amplification check fails a budget that grants more retries under a
+// total outage than the model does, and reports a model that panics in the
+// simulation as the model's fault, not the budget's.
+func TestAmplificationCheck(t *testing.T) {
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "generous", Model: bucket,
+		New: func(*testing.T, budget.Clock) budget.Budget { return generous{} }}, budgettest.CheckAmplification)
+	if err == nil || !contains(err.Error(), "under a 100% outage the budgets granted") {
+		t.Errorf("VerifyCheck(Amplification) on a budget that grants every retry = %v, want the amplification rule", err)
+	}
+	err = budgettest.VerifyCheck(t, budgettest.Subject[model.ThrottleState]{Name: "panicking model", Model: panickyModel{},
+		New: adapt(seqcheck.NewThrottle(grpc))}, budgettest.CheckAmplification)
+	if err == nil || !contains(err.Error(), "the model, stepped as a budget in the outage simulation") {
+		t.Errorf("VerifyCheck(Amplification) with a model that panics = %v, want the model blamed", err)
+	}
+}
