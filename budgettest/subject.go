@@ -162,7 +162,7 @@ func (sub Subject[S]) checked() (Subject[S], *Failure) {
 		if p := harness.Catch("the model's Timing", func() { scale, horizon = timed.Timing() }); p != nil {
 			return sub, fail(rulePanic, "%s: the model's Timing panicked: %v", name, p)
 		}
-		if scale < 0 || horizon < 0 || (scale > 0 && horizon < scale) || (scale == 0 && horizon != 0) {
+		if scale < 0 || horizon < 0 || horizon < scale || (scale == 0 && horizon != 0) {
 			return sub, fail(ruleSubject, "%s: the model's Timing() is (%v, %v): a scale of 0 and a horizon of 0, or a positive scale and a horizon at least as long", name, scale, horizon)
 		}
 		most := maxStep
