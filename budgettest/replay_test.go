@@ -3,6 +3,7 @@ package budgettest_test
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,5 +73,36 @@ func TestReplayCallsBesideABoundary(t *testing.T) {
 	if by1 := budgettest.VerifyCheck(t, budgettest.Subject[model.RatioState]{Name: "one ns ahead", Model: m, New: shiftedRatio(m, 1)}, budgettest.CheckReplay); by1 == nil ||
 		!strings.Contains(by1.Error(), `replay "boundaries-1 ns`) {
 		t.Errorf("clock 1 ns ahead: %v, want the replay a nanosecond before the boundaries to fail", by1)
+	}
+}
+
+// gapIgnoring is the reference bucket on a clock that treats a gap of more
+// than a hundred horizons as a clock fault and lets no time pass over it:
+// a budget that stops refilling after a long idle.
+func gapIgnoring(m model.TokenBucket, limit time.Duration) budgettest.Factory {
+	return func(_ *testing.T, c budget.Clock) budget.Budget {
+		var mu sync.Mutex
+		var last, lost time.Duration
+		return seqcheck.NewTokenBucket(m)(budget.ClockFunc(func() time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			now := c.Now()
+			if now-last > limit {
+				lost += now - last
+			}
+			last = now
+			return now - lost
+		}))
+	}
+}
+
+// On the wall clock, Replay jumps a thousand horizons, and a budget that
+// ignores long gaps shows.
+func TestReplayJumpsFarOnTheWallClock(t *testing.T) {
+	tm := seqcheck.TokenBucketTiming(refill)
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "ignores long gaps", Model: refill, WallClock: true,
+		Scale: tm.Scale, Horizon: tm.Horizon, New: gapIgnoring(refill, 100*tm.Horizon)}, budgettest.CheckReplay)
+	if err == nil || !strings.Contains(err.Error(), `replay "jump of`) {
+		t.Fatalf("VerifyCheck(Replay) = %v, want a jump replay to fail", err)
 	}
 }
