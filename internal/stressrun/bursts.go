@@ -399,41 +399,24 @@ func hammer[S any](src harness.Source, m model.Model[S], state *S, b budget.Budg
 	}
 	before := m.DescribeState(*state)
 	var outstanding, most atomic.Int32
-	var ready atomic.Int32
 	workers := k + 1
-	faults := make([]error, workers)
-	var wg sync.WaitGroup
-	for g := range workers {
-		wg.Go(func() {
-			ready.Add(1)
-			for n := 0; ready.Load() < int32(workers); n++ {
-				if n%1000 == 999 {
-					runtime.Gosched()
+	if err := together(workers, "a hammer", func(int) {
+		for range hammerIterations {
+			if !harness.Perform(b, retry) {
+				continue
+			}
+			x := outstanding.Add(1)
+			for {
+				seen := most.Load()
+				if x <= seen || most.CompareAndSwap(seen, x) {
+					break
 				}
 			}
-			faults[g] = harness.Catch(fmt.Sprintf("goroutine %d of a hammer", g+1), func() {
-				for range hammerIterations {
-					if !harness.Perform(b, retry) {
-						continue
-					}
-					x := outstanding.Add(1)
-					for {
-						seen := most.Load()
-						if x <= seen || most.CompareAndSwap(seen, x) {
-							break
-						}
-					}
-					outstanding.Add(-1)
-					harness.Perform(b, refund)
-				}
-			})
-		})
-	}
-	wg.Wait()
-	for _, f := range faults {
-		if f != nil {
-			return "", f
+			outstanding.Add(-1)
+			harness.Perform(b, refund)
 		}
+	}); err != nil {
+		return "", err
 	}
 	what := fmt.Sprintf("%d goroutines, each retrying %v %d times and refunding every grant", workers, retry, hammerIterations)
 	if got := int(most.Load()); got > k {
@@ -512,4 +495,32 @@ func verdict(granted bool) string {
 		return "granted"
 	}
 	return "denied"
+}
+
+// together runs f on n goroutines, released at once when all have
+// started (spinning, and yielding now and then so that none starves the
+// others), each under harness.Catch, and returns the first panic, named
+// as a goroutine of what.
+func together(n int, what string, f func(g int)) error {
+	faults := make([]error, n)
+	var ready atomic.Int32
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Go(func() {
+			ready.Add(1)
+			for i := 0; ready.Load() < int32(n); i++ {
+				if i%1000 == 999 {
+					runtime.Gosched()
+				}
+			}
+			faults[g] = harness.Catch(fmt.Sprintf("goroutine %d of %s", g+1, what), func() { f(g) })
+		})
+	}
+	wg.Wait()
+	for _, e := range faults {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }

@@ -2,10 +2,7 @@ package stressrun
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
@@ -19,7 +16,8 @@ import (
 //
 // Each of a few goroutines runs a cycle of calls over and over: one retry,
 // then the credits that give its charge back (a refund for a token bucket,
-// ten successes for a gRPC throttle). The start state and the cycle are
+// ten successes for a gRPC throttle), or a lone retry the model denies,
+// beside the others. The start state and the cycle are
 // chosen on the model so that the state is a function of how far each
 // goroutine is through its cycle, whatever the order of their calls:
 // checked by computing the state at every combination of positions and
@@ -187,31 +185,14 @@ func churn[S any](src harness.Source, m model.Model[S], state *S, b budget.Budge
 			return "", err
 		}
 	}
-	faults := make([]error, len(cycles))
-	var ready atomic.Int32
-	var wg sync.WaitGroup
-	for g, cycle := range cycles {
-		wg.Go(func() {
-			ready.Add(1)
-			for n := 0; ready.Load() < int32(len(cycles)); n++ {
-				if n%1000 == 999 {
-					runtime.Gosched()
-				}
+	if err := together(len(cycles), "a churn", func(g int) {
+		for range max(1, churnCalls/len(cycles[g])) {
+			for _, op := range cycles[g] {
+				harness.Perform(b, op)
 			}
-			faults[g] = harness.Catch(fmt.Sprintf("goroutine %d of a churn", g+1), func() {
-				for range max(1, churnCalls/len(cycle)) {
-					for _, op := range cycle {
-						harness.Perform(b, op)
-					}
-				}
-			})
-		})
-	}
-	wg.Wait()
-	for _, f := range faults {
-		if f != nil {
-			return "", f
 		}
+	}); err != nil {
+		return "", err
 	}
 	var each []string
 	for _, c := range cycles {
