@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/internal/wild"
 	"github.com/retrybudget/retrybudget/model"
@@ -104,5 +105,28 @@ func TestReplayJumpsFarOnTheWallClock(t *testing.T) {
 		Scale: tm.Scale, Horizon: tm.Horizon, New: gapIgnoring(refill, 100*tm.Horizon)}, budgettest.CheckReplay)
 	if err == nil || !strings.Contains(err.Error(), `replay "jump of`) {
 		t.Fatalf("VerifyCheck(Replay) = %v, want a jump replay to fail", err)
+	}
+}
+
+// On a scale of a few nanoseconds, the fractions replay still steps forward
+// by less than the scale (never by zero, never back), so a bucket that
+// drops refill fractions is caught there. The bucket's scale is 10 ns: a
+// cost of 3 milli-tokens at 0.3 milli-tokens a nanosecond.
+func TestReplayFractionsOnANanosecondScale(t *testing.T) {
+	m := model.TokenBucket{Capacity: 30, TransientCost: 3, ThrottledCost: 3, SuccessBonus: 1, RefillPerSecond: 300_000_000}
+	tm := seqcheck.TokenBucketTiming(m)
+	if tm.Scale != 10 {
+		t.Fatalf("scale %v, want 10ns", tm.Scale)
+	}
+	sub := func(name string, f budgettest.Factory) budgettest.Subject[model.TokenBucketState] {
+		return budgettest.Subject[model.TokenBucketState]{Name: name, Model: m, New: f, Scale: tm.Scale, Horizon: tm.Horizon}
+	}
+	if err := budgettest.VerifyCheck(t, sub("budget.TokenBucket", adapt(seqcheck.NewTokenBucket(m))), budgettest.CheckReplay); err != nil {
+		t.Fatalf("the reference bucket failed Replay at a 10 ns scale: %v", err)
+	}
+	lost := func(_ *testing.T, c budget.Clock) budget.Budget { return mutants.NewLostFraction(m, c) }
+	if err := budgettest.VerifyCheck(t, sub("mutants.LostFraction", lost), budgettest.CheckReplay); err == nil ||
+		!strings.Contains(err.Error(), `replay "fractions"`) {
+		t.Errorf("VerifyCheck(Replay) = %v, want the fractions replay to fail", err)
 	}
 }
