@@ -1,0 +1,46 @@
+// Package yield is the hook that instrumented code calls at each of its
+// synchronization points, and the controlled scheduler behind it.
+//
+// The command budgetcheck rewrites the packages under test so that every
+// sync/atomic operation, every Lock, Unlock, RLock, RUnlock and TryLock of a
+// sync.Mutex or sync.RWMutex, every sync.Once.Do, every channel send and
+// receive, and every select statement passes through this package first
+// (see internal/instrument for the exact rewrites). The rewritten files go
+// to go test -overlay: the user's sources never change, and line numbers in
+// stacks and failures are the user's.
+//
+// Outside a controlled run each hook is one atomic load and a branch, and
+// then the operation itself; code that is not rewritten does not call the
+// hooks at all.
+//
+// # Controlled runs
+//
+// [Run] runs a few functions as goroutines, one at a time. At each yield
+// point the goroutine holding the baton asks the scheduler who runs next;
+// the choice comes from a seeded [Strategy]: [PCT] (random priorities with
+// depth−1 priority-change points, after Burckhardt, Kothari, Musuvathi and
+// Nagarakatte, "A Randomized Scheduler with Probabilistic Guarantees of
+// Finding Bugs", ASPLOS 2010) or [Walk], a uniform random choice at every
+// point. Every choice is recorded, and a [Report]'s schedule given back in
+// [Options.Schedule] replays the run choice by choice.
+//
+// Blocking is modelled: a goroutine that would block on an instrumented
+// mutex, or on a channel operation, passes the baton instead, and runs
+// again once the mutex is released or another channel operation completes.
+//
+// # What is not under control
+//
+// Only the goroutines passed to [Run] are scheduled. Goroutines they start,
+// and those a budget starts itself (a refill loop), run freely, and their
+// hooks pass straight through; a goroutine under control waiting for one
+// of them is polled. Code that is not rewritten (other modules unless
+// named, the standard library's internals, the runtime, assembly) has no
+// yield points. When the goroutine holding the baton blocks outside
+// instrumented code (on the network, a syscall, an uninstrumented lock),
+// or when every goroutine under control has waited for [Options.Stall],
+// the run falls back to free running: every goroutine is released, and
+// the [Report] says so and why.
+//
+// A controlled pass proves only what it explored: no violation in the
+// schedules that were run.
+package yield

@@ -1,0 +1,153 @@
+package yield
+
+import "sync"
+
+// P is a yield point that returns x: the rewrite of a method call on an
+// atomic value, or of an atomic function's first argument, so that the
+// expression keeps its shape: b.n.Add(1) becomes yield.P(&b.n).Add(1).
+func P[T any](x T) T {
+	if r := active.Load(); r != nil {
+		r.point()
+	}
+	return x
+}
+
+// Point is a yield point as a statement: the rewrite puts it before every
+// select statement.
+func Point() {
+	if r := active.Load(); r != nil {
+		r.point()
+	}
+}
+
+// Mutex is the rewrite of a sync.Mutex's methods: m.Lock() becomes
+// yield.M(&m).Lock(). In a controlled run, Lock on a held mutex passes the
+// baton until the mutex is released.
+type Mutex struct{ m *sync.Mutex }
+
+// M returns m's hooks.
+func M(m *sync.Mutex) Mutex { return Mutex{m} }
+
+// Lock locks the mutex.
+func (m Mutex) Lock() {
+	if r := active.Load(); r != nil {
+		r.acquire(m.m.TryLock, m.m.Lock)
+		return
+	}
+	m.m.Lock()
+}
+
+// TryLock tries to lock the mutex, after a yield point.
+func (m Mutex) TryLock() bool {
+	Point()
+	return m.m.TryLock()
+}
+
+// Unlock unlocks the mutex, then yields.
+func (m Mutex) Unlock() {
+	m.m.Unlock()
+	if r := active.Load(); r != nil {
+		r.released()
+	}
+}
+
+// RWMutex is the rewrite of a sync.RWMutex's methods: m.RLock() becomes
+// yield.RW(&m).RLock().
+type RWMutex struct{ m *sync.RWMutex }
+
+// RW returns m's hooks.
+func RW(m *sync.RWMutex) RWMutex { return RWMutex{m} }
+
+// Lock locks the mutex for writing.
+func (m RWMutex) Lock() {
+	if r := active.Load(); r != nil {
+		r.acquire(m.m.TryLock, m.m.Lock)
+		return
+	}
+	m.m.Lock()
+}
+
+// RLock locks the mutex for reading.
+func (m RWMutex) RLock() {
+	if r := active.Load(); r != nil {
+		r.acquire(m.m.TryRLock, m.m.RLock)
+		return
+	}
+	m.m.RLock()
+}
+
+// TryLock tries to lock the mutex for writing, after a yield point.
+func (m RWMutex) TryLock() bool {
+	Point()
+	return m.m.TryLock()
+}
+
+// TryRLock tries to lock the mutex for reading, after a yield point.
+func (m RWMutex) TryRLock() bool {
+	Point()
+	return m.m.TryRLock()
+}
+
+// Unlock unlocks the mutex for writing, then yields.
+func (m RWMutex) Unlock() {
+	m.m.Unlock()
+	if r := active.Load(); r != nil {
+		r.released()
+	}
+}
+
+// RUnlock undoes one RLock, then yields.
+func (m RWMutex) RUnlock() {
+	m.m.RUnlock()
+	if r := active.Load(); r != nil {
+		r.released()
+	}
+}
+
+// RLocker returns the mutex's RLocker. Its calls are not yield points.
+func (m RWMutex) RLocker() sync.Locker { return m.m.RLocker() }
+
+// Send is the rewrite of the statement ch <- v. In a controlled run, a send
+// that cannot complete passes the baton until another channel operation
+// completes.
+func Send[T any](ch chan<- T, v T) {
+	r := active.Load()
+	if r == nil {
+		ch <- v
+		return
+	}
+	r.acquire(func() bool {
+		select {
+		case ch <- v:
+			return true
+		default:
+			return false
+		}
+	}, func() { ch <- v })
+	r.released()
+}
+
+// Recv is the rewrite of the expression <-ch.
+func Recv[T any](ch <-chan T) T {
+	v, _ := Recv2(ch)
+	return v
+}
+
+// Recv2 is the rewrite of v, ok := <-ch.
+func Recv2[T any](ch <-chan T) (v T, ok bool) {
+	r := active.Load()
+	if r == nil {
+		v, ok = <-ch
+		return v, ok
+	}
+	r.acquire(func() bool {
+		select {
+		case v, ok = <-ch:
+			return true
+		default:
+			return false
+		}
+	}, func() { v, ok = <-ch })
+	r.released()
+	return v, ok
+}

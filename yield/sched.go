@@ -1,0 +1,564 @@
+package yield
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+var (
+	// active is the controlled run in progress, nil outside one.
+	active atomic.Pointer[run]
+	// marked is set by Mark, which every rewritten file calls.
+	marked atomic.Bool
+	// runMu keeps controlled runs one at a time.
+	runMu sync.Mutex
+)
+
+// Mark records that instrumented code is linked into the program; every
+// rewritten file calls it once, from a package-level variable.
+func Mark() bool {
+	marked.Store(true)
+	return true
+}
+
+// Instrumented reports whether instrumented code is linked into the
+// program: whether a controlled run has yield points to control.
+func Instrumented() bool { return marked.Load() }
+
+// A Strategy chooses, at each yield point, which goroutine runs next.
+type Strategy struct {
+	// Kind is "pct" or "walk"; "" is "pct".
+	Kind string `json:"kind,omitempty"`
+	// Depth is PCT's d: d−1 priority-change points. Zero is 3.
+	Depth int `json:"depth,omitempty"`
+}
+
+// PCT returns the strategy of Burckhardt et al.: each goroutine gets a
+// random priority, the runnable goroutine of highest priority runs, and at
+// depth−1 points drawn uniformly from the run's length the running
+// goroutine's priority drops below every other. A bug that needs depth
+// ordering constraints is found with probability at least 1/(n·k^(d−1)),
+// for n goroutines and k steps.
+func PCT(depth int) Strategy { return Strategy{Kind: "pct", Depth: depth} }
+
+// Walk returns a uniform random walk: at each yield point, any runnable
+// goroutine with equal probability.
+func Walk() Strategy { return Strategy{Kind: "walk"} }
+
+func (s Strategy) depth() int {
+	if s.Depth <= 0 {
+		return 3
+	}
+	return s.Depth
+}
+
+func (s Strategy) String() string {
+	if s.Kind == "walk" {
+		return "walk"
+	}
+	return "pct" + strconv.Itoa(s.depth())
+}
+
+// Options configure a controlled run.
+type Options struct {
+	// Seed seeds the strategy's choices.
+	Seed uint64 `json:"seed"`
+	// Strategy chooses who runs at each yield point.
+	Strategy Strategy `json:"strategy"`
+	// Length is PCT's estimate of the yield points in a run, over which
+	// its change points are spread. Zero is 1000.
+	Length int `json:"length,omitempty"`
+	// Schedule, if not empty, is followed choice by choice (the goroutine,
+	// an index into Run's functions, to run at each yield point); the
+	// strategy chooses past its end, or where it names a goroutine that
+	// cannot run (the Report then says it diverged).
+	Schedule []int `json:"schedule,omitempty"`
+	// Stall is how long the goroutine holding the baton may run without
+	// reaching a yield point, and how long every goroutine may stay
+	// blocked, before the run falls back to free running. Zero is 2 s.
+	Stall time.Duration `json:"-"`
+}
+
+// String formats o as ParseOptions reads it:
+// "pct3,seed=7,length=1200,schedule=0*12/1*3/0*4".
+func (o Options) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s,seed=%d", o.Strategy, o.Seed)
+	if o.Length > 0 {
+		fmt.Fprintf(&b, ",length=%d", o.Length)
+	}
+	if len(o.Schedule) > 0 {
+		b.WriteString(",schedule=")
+		b.WriteString(formatSchedule(o.Schedule))
+	}
+	return b.String()
+}
+
+// formatSchedule writes s as runs: "0*12/1*3" is goroutine 0 twelve times,
+// then goroutine 1 three times.
+func formatSchedule(s []int) string {
+	var parts []string
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && s[j] == s[i] {
+			j++
+		}
+		parts = append(parts, fmt.Sprintf("%d*%d", s[i], j-i))
+		i = j
+	}
+	return strings.Join(parts, "/")
+}
+
+// ErrOptions is wrapped by every error of ParseOptions.
+var ErrOptions = errors.New("yield: bad options")
+
+// ParseOptions reads the form Options.String writes.
+func ParseOptions(s string) (Options, error) {
+	var o Options
+	bad := func(format string, a ...any) (Options, error) {
+		return Options{}, fmt.Errorf("%w %q: %s", ErrOptions, s, fmt.Sprintf(format, a...))
+	}
+	fields := strings.Split(s, ",")
+	switch st := fields[0]; {
+	case st == "walk":
+		o.Strategy = Walk()
+	case strings.HasPrefix(st, "pct"):
+		d, err := strconv.Atoi(st[3:])
+		if err != nil || d < 1 || d > 64 {
+			return bad("the strategy %q is not pct1 to pct64", st)
+		}
+		o.Strategy = PCT(d)
+	default:
+		return bad("the strategy %q is neither walk nor pctN", st)
+	}
+	for _, f := range fields[1:] {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return bad("%q is not key=value", f)
+		}
+		switch k {
+		case "seed":
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return bad("seed %q: %v", v, err)
+			}
+			o.Seed = n
+		case "length":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return bad("length %q is not a count", v)
+			}
+			o.Length = n
+		case "schedule":
+			for _, run := range strings.Split(v, "/") {
+				g, c, ok := strings.Cut(run, "*")
+				gi, err1 := strconv.Atoi(g)
+				ci, err2 := strconv.Atoi(c)
+				if !ok || err1 != nil || err2 != nil || gi < 0 || gi > maxGoroutines || ci < 1 || ci > 1<<24 {
+					return bad("schedule run %q is not goroutine*count", run)
+				}
+				o.Schedule = append(o.Schedule, slices.Repeat([]int{gi}, ci)...)
+			}
+		default:
+			return bad("unknown key %q", k)
+		}
+	}
+	return o, nil
+}
+
+// maxGoroutines is the most functions Run takes.
+const maxGoroutines = 64
+
+// A Report says what a controlled run did.
+type Report struct {
+	// Options are the run's, with Schedule holding every choice made: give
+	// them back to Run to replay it.
+	Options Options `json:"options"`
+	// Free is set if the run fell back to free running, and Reason says
+	// why; the choices before it are in the schedule.
+	Free   bool   `json:"free,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Diverged is set if a schedule given to replay named a goroutine that
+	// could not run at some point: the code did not do the same thing.
+	Diverged bool `json:"diverged,omitempty"`
+}
+
+// String describes the run in a line, with the options to replay it.
+func (r Report) String() string {
+	s := fmt.Sprintf("%d yield points, schedule %s", len(r.Options.Schedule), r.Options)
+	if r.Diverged {
+		s += " (diverged from the schedule given)"
+	}
+	if r.Free {
+		s += "; fell back to free running: " + r.Reason
+	}
+	return s
+}
+
+type state uint8
+
+const (
+	runnable state = iota
+	blocked
+	done
+)
+
+// gor is a goroutine under control.
+type gor struct {
+	id    int
+	goid  atomic.Uint64
+	baton chan struct{} // the right to run, handed over by whoever held it
+	st    state
+	prio  int
+}
+
+type run struct {
+	gs   []*gor
+	opt  Options
+	free atomic.Bool
+	// release is closed when the run falls back to free running.
+	release chan struct{}
+	// ticks counts yield points, for the watchdog.
+	ticks atomic.Uint64
+
+	mu        sync.Mutex
+	rng       *rand.Rand
+	changes   []int // PCT's change points, in steps
+	low       int   // the priority the next change point gives
+	schedule  []int
+	diverged  bool
+	reason    string
+	blockedAt time.Time // when every goroutine was last seen blocked
+}
+
+// Run runs fs as goroutines, one at a time, choosing who runs at each yield
+// point by opt, and returns when all have returned. A panic or
+// runtime.Goexit in one of them ends that goroutine as usual (Run's caller
+// must recover it inside the function). Only one controlled run happens at
+// a time; a second Run waits for the first. Run panics if given more than
+// 64 functions.
+func Run(opt Options, fs ...func()) Report {
+	if len(fs) > maxGoroutines {
+		panic(fmt.Sprintf("yield: Run of %d functions, at most %d", len(fs), maxGoroutines))
+	}
+	if opt.Stall <= 0 {
+		opt.Stall = 2 * time.Second
+	}
+	if opt.Length <= 0 {
+		opt.Length = 1000
+	}
+	runMu.Lock()
+	defer runMu.Unlock()
+	r := newRun(opt, len(fs))
+	if len(fs) == 0 {
+		return r.report()
+	}
+	active.Store(r)
+	defer active.Store(nil)
+	var wg, registered sync.WaitGroup
+	registered.Add(len(fs))
+	for i, f := range fs {
+		g := r.gs[i]
+		wg.Go(func() {
+			g.goid.Store(goid())
+			registered.Done()
+			r.await(g)
+			defer r.exit(g)
+			f()
+		})
+	}
+	registered.Wait()
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		r.watch(stop)
+	}()
+	r.mu.Lock()
+	r.handTo(r.pickLocked(nil))
+	r.mu.Unlock()
+	wg.Wait()
+	close(stop)
+	<-watched
+	return r.report()
+}
+
+func newRun(opt Options, n int) *run {
+	r := &run{opt: opt, release: make(chan struct{}), rng: rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15))}
+	d := opt.Strategy.depth()
+	prios := r.rng.Perm(n)
+	for i := range n {
+		r.gs = append(r.gs, &gor{id: i, baton: make(chan struct{}, 1), prio: d + prios[i]})
+	}
+	if opt.Strategy.Kind != "walk" {
+		for range d - 1 {
+			r.changes = append(r.changes, 1+r.rng.IntN(opt.Length))
+		}
+		slices.Sort(r.changes)
+	}
+	r.low = d - 1
+	return r
+}
+
+func (r *run) report() Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.opt
+	o.Schedule = slices.Clone(r.schedule)
+	return Report{Options: o, Free: r.free.Load(), Reason: r.reason, Diverged: r.diverged}
+}
+
+// self returns the calling goroutine if it is under control, else nil.
+func (r *run) self() *gor {
+	id := goid()
+	for _, g := range r.gs {
+		if g.goid.Load() == id {
+			return g
+		}
+	}
+	return nil
+}
+
+// point is a yield point.
+func (r *run) point() {
+	if r.free.Load() {
+		return
+	}
+	if g := r.self(); g != nil {
+		r.yield(g)
+	}
+}
+
+// yield lets the strategy choose who runs next, g included.
+func (r *run) yield(g *gor) {
+	r.ticks.Add(1)
+	r.mu.Lock()
+	r.blockedAt = time.Time{}
+	r.handOff(g)
+}
+
+// acquire is a blocking operation: try until it succeeds, passing the
+// baton while it cannot; block is the operation itself, for goroutines not
+// under control and after a fallback.
+func (r *run) acquire(try func() bool, block func()) {
+	g := (*gor)(nil)
+	if !r.free.Load() {
+		g = r.self()
+	}
+	if g == nil {
+		block()
+		return
+	}
+	r.yield(g)
+	for !try() {
+		if r.free.Load() {
+			block()
+			return
+		}
+		r.mu.Lock()
+		g.st = blocked
+		r.handOff(g)
+	}
+	r.ticks.Add(1)
+	r.mu.Lock()
+	r.blockedAt = time.Time{}
+	r.mu.Unlock()
+}
+
+// released wakes every blocked goroutine after an operation that may let
+// one of them go on (an unlock, a completed channel operation), then, for
+// a goroutine under control, yields.
+func (r *run) released() {
+	if r.free.Load() {
+		return
+	}
+	r.mu.Lock()
+	for _, g := range r.gs {
+		if g.st == blocked {
+			g.st = runnable
+		}
+	}
+	r.mu.Unlock()
+	r.point()
+}
+
+// exit hands the baton on from a goroutine that has returned.
+func (r *run) exit(g *gor) {
+	if r.free.Load() {
+		return
+	}
+	r.mu.Lock()
+	g.st = done
+	r.handOff(g)
+}
+
+// await waits until g holds the baton, or the run is free.
+func (r *run) await(g *gor) {
+	select {
+	case <-g.baton:
+	case <-r.release:
+	}
+}
+
+// handTo gives the baton to g. Called with r.mu held.
+func (r *run) handTo(g *gor) {
+	if g != nil {
+		g.baton <- struct{}{}
+	}
+}
+
+// handOff passes the baton from g, whose state is set, to the goroutine
+// the strategy picks, and unless g is done waits until it is g's again.
+// Called with r.mu held; returns with it released. When every goroutine
+// left is blocked it polls them, since a goroutine not under control may
+// release them; after Options.Stall of that, the run falls back.
+func (r *run) handOff(g *gor) {
+	for {
+		next := r.pickLocked(g)
+		if next == g {
+			r.mu.Unlock()
+			return
+		}
+		if next != nil {
+			r.handTo(next)
+			r.mu.Unlock()
+			if g.st != done {
+				r.await(g)
+			}
+			return
+		}
+		if !slices.ContainsFunc(r.gs, func(g *gor) bool { return g.st != done }) || r.free.Load() {
+			r.mu.Unlock()
+			return
+		}
+		now := time.Now()
+		if r.blockedAt.IsZero() {
+			r.blockedAt = now
+		} else if now.Sub(r.blockedAt) > r.opt.Stall {
+			r.fallbackLocked(fmt.Sprintf("every goroutine under control stayed blocked for %v (a deadlock, or a wait for code that is not instrumented)", r.opt.Stall))
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		time.Sleep(20 * time.Microsecond)
+		r.mu.Lock()
+		for _, b := range r.gs {
+			if b.st == blocked {
+				b.st = runnable
+			}
+		}
+	}
+}
+
+// pickLocked chooses the goroutine to run at the next yield point, from
+// the runnable ones, and records the choice; nil if none can run. from is
+// the goroutine giving up the baton (nil at the start).
+func (r *run) pickLocked(from *gor) *gor {
+	var ready []*gor
+	for _, g := range r.gs {
+		if g.st == runnable {
+			ready = append(ready, g)
+		}
+	}
+	if len(ready) == 0 {
+		return nil
+	}
+	step := len(r.schedule)
+	var next *gor
+	if step < len(r.opt.Schedule) {
+		if want := r.opt.Schedule[step]; want < len(r.gs) && r.gs[want].st == runnable {
+			next = r.gs[want]
+		} else {
+			r.diverged = true
+		}
+	}
+	if next == nil {
+		next = r.choose(from, ready, step)
+	}
+	r.schedule = append(r.schedule, next.id)
+	return next
+}
+
+// choose applies the strategy.
+func (r *run) choose(from *gor, ready []*gor, step int) *gor {
+	if r.opt.Strategy.Kind == "walk" {
+		return ready[r.rng.IntN(len(ready))]
+	}
+	for len(r.changes) > 0 && r.changes[0] <= step {
+		r.changes = r.changes[1:]
+		if from != nil {
+			from.prio = r.low
+			r.low--
+		}
+	}
+	best := ready[0]
+	for _, g := range ready[1:] {
+		if g.prio > best.prio {
+			best = g
+		}
+	}
+	return best
+}
+
+// fallbackLocked releases every goroutine to run freely. Called with r.mu
+// held.
+func (r *run) fallbackLocked(reason string) {
+	if r.free.CompareAndSwap(false, true) {
+		r.reason = reason
+		close(r.release)
+	}
+}
+
+// watch falls back to free running if the goroutine holding the baton
+// reaches no yield point for Options.Stall: it is blocked outside
+// instrumented code, or computing for that long.
+func (r *run) watch(stop <-chan struct{}) {
+	last := r.ticks.Load()
+	t := time.NewTicker(r.opt.Stall / 4)
+	defer t.Stop()
+	idle := 0
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := r.ticks.Load()
+		r.mu.Lock()
+		polling := !r.blockedAt.IsZero()
+		r.mu.Unlock()
+		if now != last || polling {
+			last, idle = now, 0
+			continue
+		}
+		if idle++; idle >= 4 {
+			r.mu.Lock()
+			r.fallbackLocked(fmt.Sprintf("a goroutine under control reached no yield point for %v (blocked outside instrumented code: the network, a syscall, a lock that is not rewritten)", r.opt.Stall))
+			r.mu.Unlock()
+			return
+		}
+	}
+}
+
+// goid returns the calling goroutine's id, read from the first line of its
+// stack ("goroutine 17 [running]:").
+func goid() uint64 {
+	var buf [32]byte
+	n := runtime.Stack(buf[:], false)
+	var id uint64
+	for _, c := range buf[len("goroutine "):n] {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}

@@ -1,0 +1,175 @@
+package yield_test
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/yield"
+)
+
+// counter is a check-then-act written as instrumented code would be: a
+// load, then an add, each a yield point. Two takes of the last unit both
+// succeed when a switch falls between them.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) take() bool {
+	if yield.P(&c.n).Load() <= 0 {
+		return false
+	}
+	yield.P(&c.n).Add(-1)
+	return true
+}
+
+// overspend runs two takes of one unit under opt and reports whether both
+// were granted.
+func overspend(opt yield.Options) (bool, yield.Report) {
+	c := new(counter)
+	c.n.Store(1)
+	var granted atomic.Int32
+	take := func() {
+		if c.take() {
+			granted.Add(1)
+		}
+	}
+	rep := yield.Run(opt, take, take)
+	return granted.Load() == 2, rep
+}
+
+// Both strategies find the check-then-act within a few seeds, and the
+// schedule of a failing run replays it every time, choice for choice.
+func TestRunFindsACheckThenActAndReplaysIt(t *testing.T) {
+	for _, st := range []yield.Strategy{yield.Walk(), yield.PCT(2)} {
+		var found *yield.Report
+		for seed := uint64(1); seed <= 50 && found == nil; seed++ {
+			if bad, rep := overspend(yield.Options{Seed: seed, Strategy: st, Length: 6}); bad {
+				found = &rep
+			}
+		}
+		if found == nil {
+			t.Fatalf("%v: no overspend in 50 seeds", st)
+		}
+		if found.Free || found.Diverged {
+			t.Fatalf("%v: %v", st, found)
+		}
+		for range 20 {
+			bad, rep := overspend(found.Options)
+			if !bad || rep.Diverged || !slices.Equal(rep.Options.Schedule, found.Options.Schedule) {
+				t.Fatalf("%v: replaying %v gave overspend=%v, %v", st, found, bad, rep)
+			}
+		}
+		// The printed options read back to the same run.
+		o, err := yield.ParseOptions(found.Options.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad, _ := overspend(o); !bad {
+			t.Errorf("%v: the parsed options %v did not overspend", st, o)
+		}
+	}
+}
+
+// A goroutine that finds an instrumented mutex held passes the baton, and
+// the mutex still excludes: a yield point inside the critical section
+// never lets another goroutine in.
+func TestRunModelsAMutex(t *testing.T) {
+	for seed := range uint64(30) {
+		var mu sync.Mutex
+		var inside, worst atomic.Int32
+		f := func() {
+			for range 5 {
+				yield.M(&mu).Lock()
+				worst.Store(max(worst.Load(), inside.Add(1)))
+				yield.Point()
+				inside.Add(-1)
+				yield.M(&mu).Unlock()
+			}
+		}
+		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()}, f, f, f)
+		if rep.Free || worst.Load() != 1 {
+			t.Fatalf("seed %d: %d inside at once, %v", seed, worst.Load(), rep)
+		}
+	}
+}
+
+// A full buffered channel passes the baton to the receiver instead of
+// deadlocking.
+func TestRunModelsAChannel(t *testing.T) {
+	for seed := range uint64(30) {
+		ch := make(chan int, 1)
+		var sum atomic.Int64
+		send := func() {
+			for i := range 10 {
+				yield.Send(ch, i)
+			}
+		}
+		recv := func() {
+			for range 10 {
+				sum.Add(int64(yield.Recv(ch)))
+			}
+		}
+		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.PCT(3), Length: 40}, send, recv)
+		if rep.Free || sum.Load() != 45 {
+			t.Fatalf("seed %d: sum %d, %v", seed, sum.Load(), rep)
+		}
+	}
+}
+
+// A goroutine under control that waits for one that is not (a budget's own
+// goroutine) is polled until it can go on.
+func TestRunPollsForAGoroutineOutsideControl(t *testing.T) {
+	ch := make(chan int)
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		ch <- 1
+	}()
+	var got int
+	rep := yield.Run(yield.Options{Seed: 1}, func() { got = yield.Recv(ch) })
+	if got != 1 || rep.Free {
+		t.Fatalf("got %d, %v", got, rep)
+	}
+}
+
+// A goroutine that blocks outside instrumented code, waiting for another
+// under control, makes the run fall back to free running, and the report
+// says so.
+func TestRunFallsBackWhenBlockedOutside(t *testing.T) {
+	ch := make(chan int) // the raw operations below are not yield points
+	rep := yield.Run(yield.Options{Seed: 1, Stall: 100 * time.Millisecond},
+		func() { <-ch }, func() { yield.Point(); ch <- 1 })
+	if !rep.Free || !strings.Contains(rep.Reason, "no yield point") {
+		t.Fatalf("%v, want a fallback", rep)
+	}
+}
+
+// Outside a controlled run the hooks are the operations themselves.
+func TestHooksOutsideARun(t *testing.T) {
+	var n atomic.Int64
+	yield.P(&n).Add(2)
+	var mu sync.RWMutex
+	yield.RW(&mu).RLock()
+	if yield.RW(&mu).TryLock() {
+		t.Error("TryLock succeeded under a read lock")
+	}
+	yield.RW(&mu).RUnlock()
+	ch := make(chan int64, 1)
+	yield.Send(ch, n.Load())
+	if v, ok := yield.Recv2(ch); v != 2 || !ok {
+		t.Errorf("Recv2 = %d, %v", v, ok)
+	}
+}
+
+func TestParseOptionsRejectsBadInput(t *testing.T) {
+	for _, s := range []string{"", "pct0", "pct", "rand", "walk,seed=x", "walk,seed", "pct2,schedule=1*0", "pct2,schedule=a*1", "walk,length=-1", "walk,color=red"} {
+		if _, err := yield.ParseOptions(s); err == nil {
+			t.Errorf("ParseOptions(%q) accepted", s)
+		}
+	}
+	o := yield.Options{Seed: 9, Strategy: yield.PCT(4), Length: 12, Schedule: []int{0, 0, 1, 2, 2, 2}}
+	if got, err := yield.ParseOptions(o.String()); err != nil || got.String() != o.String() {
+		t.Errorf("ParseOptions(%q) = %v, %v", o.String(), got, err)
+	}
+}
