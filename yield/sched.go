@@ -429,8 +429,9 @@ func (r *run) handOff(g *gor) {
 		}
 		if next != nil {
 			r.handTo(next)
+			wait := g.st != done
 			r.mu.Unlock()
-			if g.st != done {
+			if wait {
 				r.await(g)
 			}
 			return
