@@ -21,6 +21,7 @@ import (
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 	"github.com/retrybudget/retrybudget/sim"
+	"github.com/retrybudget/retrybudget/yield"
 )
 
 // checks maps each Check to the function that runs it. Each returns a
@@ -120,19 +121,60 @@ func (sub Subject[S]) scenario(seed uint64) linearizability.Scenario {
 }
 
 // trial records s once on a budget of sub, in a bubble for a wall-clock
-// subject, and checks the history.
-func (sub Subject[S]) trial(t *testing.T, s linearizability.Scenario) (linearizability.Result[S], error) {
-	var res linearizability.Result[S]
+// subject, and checks the history; under control, rep is the run's report.
+func (sub Subject[S]) trial(t *testing.T, s linearizability.Scenario) (res linearizability.Result[S], rep yield.Report, err error) {
 	hs := sub.harness(t)
-	err := hs.InBubble(t, "a recorded run", func(t *testing.T) error {
-		h, err := linearizability.Record(context.Background(), s, sub.harness(t).New)
+	err = hs.InBubble(t, "a recorded run", func(t *testing.T) error {
+		h, r, err := linearizability.RecordControlled(context.Background(), s, sub.harness(t).New)
 		if err != nil {
 			return err
 		}
+		rep = r
 		res = linearizability.Check(sub.Model, h, linTimeout)
 		return nil
 	})
-	return res, err
+	return res, rep, err
+}
+
+// explore records s once freely and, under control, once more per
+// schedule explored, and returns the first violation or inconclusive
+// result with the scenario that gave it: under control, s with the
+// schedule that replays it. The free run stays, so that a budget the
+// rewrite did not reach (another module's) is checked as before. A
+// scenario with its Control set is run once, under it. Without freely,
+// only the controlled runs are made, schedules of them: what fails then
+// fails on every run.
+func (sub Subject[S]) explore(t *testing.T, s linearizability.Scenario, seed uint64, freely bool, schedules int, free *int) (linearizability.Result[S], linearizability.Scenario, error) {
+	runs := []*yield.Options{s.Control}
+	if s.Control == nil && controlled() {
+		if !freely {
+			runs = nil
+		}
+		for k := range schedules {
+			runs = append(runs, control(s, seed, k))
+		}
+	}
+	var res linearizability.Result[S]
+	for _, ctl := range runs {
+		c := s
+		c.Control = ctl
+		r, rep, err := sub.trial(t, c)
+		if err != nil {
+			return r, c, err
+		}
+		if rep.Free {
+			*free++
+		}
+		res = r
+		if r.Verdict != linearizability.Linearizable {
+			if ctl != nil {
+				o := rep.Options
+				c.Control = &o
+			}
+			return r, c, nil
+		}
+	}
+	return res, s, nil
 }
 
 func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
@@ -140,13 +182,21 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 	if n <= 0 {
 		n = 50
 	}
+	replay, err := replayScenario()
+	if err != nil {
+		return fail(ruleLinearizable, "%v", err)
+	}
 	var viol *linearizability.Result[S]
 	var failing linearizability.Scenario
 	var seed uint64
-	err := sub.harness(t).Guard("the linearizability check", func() error {
+	var free int
+	err = sub.harness(t).Guard("the linearizability check", func() error {
 		for seed = 1; seed <= uint64(n); seed++ {
 			s := sub.scenario(seed)
-			res, err := sub.trial(t, s)
+			if replay != nil {
+				s, seed, n = *replay, 0, 0
+			}
+			res, s, err := sub.explore(t, s, seed, true, *schedulesFlag, &free)
 			if err != nil {
 				return err
 			}
@@ -160,6 +210,9 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 		}
 		return nil
 	})
+	if free > 0 {
+		t.Logf("%s: %d controlled runs of the Linearizable check fell back to free running (a goroutine blocked outside instrumented code)", sub.name(), free)
+	}
 	if err != nil || viol == nil {
 		return err
 	}
@@ -211,6 +264,14 @@ func minimizeTries(n int) int {
 	return max(20, 4000/max(n, 1))
 }
 
+// minimizeSchedules is how many schedules a smaller scenario of n
+// operations gets under control while minimizing: the same ones every
+// time, many for a small scenario, whose runs are quick and whose bad
+// interleaving is one of few.
+func minimizeSchedules(n int) int {
+	return max(2, 256/max(n, 1))
+}
+
 // minimizeBudget is the time left to minimize in, of within, after spent
 // has gone on narrowing: never less than a twelfth of within, so that a
 // narrowing that took all its time still leaves the minimizer some.
@@ -222,22 +283,86 @@ func minimizeBudget(within, spent time.Duration) time.Duration {
 // builds the one Failure that explains it.
 func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario, res linearizability.Result[S], seed uint64) error {
 	start := time.Now()
+	// Under control a smaller scenario is tried on the same schedules
+	// every time, so minimizing is deterministic: the scenario that fails,
+	// with the schedule that makes it fail, is kept.
+	var last *yield.Options // the schedule of the last failing run
+	var lastSet bool
 	fails := func(c linearizability.Scenario) (linearizability.Result[S], bool) {
-		r, err := sub.trial(t, c)
-		return r, err == nil && r.Verdict == linearizability.Violation
+		if !controlled() {
+			r, _, err := sub.trial(t, c)
+			return r, err == nil && r.Verdict == linearizability.Violation
+		}
+		var free int
+		r, w, err := sub.explore(t, c, 0, false, minimizeSchedules(c.Len()), &free)
+		if err == nil && r.Verdict == linearizability.Violation {
+			last, lastSet = w.Control, true
+			return r, true
+		}
+		return r, false
 	}
 	from := s.Len()
 	elapsed := func() time.Duration { return time.Since(start) }
-	best, witness := narrow(linearizability.Focus(res, s), s, res, minimizeWithin*3/4, elapsed, fails)
-	rep := linearizability.Minimize(best, minimizeTries(best.Len()), minimizeBudget(minimizeWithin, elapsed()), fails)
-	if rep.Witness.Verdict == linearizability.Violation {
-		best, witness = rep.To, rep.Witness
+	tries := minimizeTries
+	if controlled() {
+		tries = func(int) int { return 1 }
+	}
+	var best linearizability.Scenario
+	var witness linearizability.Result[S]
+	if controlled() {
+		// Deterministic: each focused scenario is tried once.
+		best, witness = s, res
+		for _, c := range linearizability.Focus(res, s) {
+			if r, ok := fails(c); ok {
+				best, witness = c, r
+				break
+			}
+		}
+	} else {
+		best, witness = narrow(linearizability.Focus(res, s), s, res, minimizeWithin*3/4, elapsed, fails)
+	}
+	// minimizeFrom minimizes from start, and returns the smallest failing
+	// scenario with its witness and, under control, its schedule.
+	minimizeFrom := func(start linearizability.Scenario, within time.Duration) (linearizability.Scenario, linearizability.Result[S], bool) {
+		lastSet = false
+		rep := linearizability.Minimize(start, tries(start.Len()), within, fails)
+		if rep.Witness.Verdict != linearizability.Violation {
+			return start, rep.Witness, false
+		}
+		to := rep.To
+		to.Control = nil
+		if lastSet {
+			to.Control = last
+		}
+		return to, rep.Witness, true
+	}
+	starts := []linearizability.Scenario{best}
+	if controlled() && best.Len() != s.Len() {
+		// Deletion stops at a scenario from which no one operation can
+		// go: from the focused scenario, whose prefix leads to one exact
+		// state, that can be larger than what the whole scenario leads
+		// to. Under control both are cheap and deterministic to try.
+		starts = append(starts, s)
+	}
+	best.Control = s.Control
+	for i, start := range starts {
+		left := minimizeBudget(minimizeWithin, elapsed())
+		if i < len(starts)-1 {
+			left /= 2
+		}
+		if to, w, ok := minimizeFrom(start, left); ok && (i == 0 || to.Len() < best.Len()) {
+			best, witness = to, w
+		}
 	}
 	html, js, note := linearizability.Report(t, witness, linearizability.Fixture{
 		Name: sub.name() + "-violation", Budget: sub.name(), Rule: string(ruleLinearizable), Scenario: &best,
 	})
-	f := fail(ruleLinearizable, "%s: scenario %d failed; minimized from %d to %d operations in %v:\n%s%s%s",
-		sub.name(), seed, from, best.Len(), time.Since(start).Round(time.Millisecond), best, witness.Explain(), note)
+	var sched string
+	if best.Control != nil {
+		sched = fmt.Sprintf("under the controlled schedule %s\nreplay it with: %s\n", best.Control, replayCommand(best))
+	}
+	f := fail(ruleLinearizable, "%s: scenario %d failed; minimized from %d to %d operations in %v:\n%s%s%s%s",
+		sub.name(), seed, from, best.Len(), time.Since(start).Round(time.Millisecond), best, sched, witness.Explain(), note)
 	f.HTMLPath, f.JSONPath = html, js
 	return f
 }

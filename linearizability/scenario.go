@@ -15,6 +15,7 @@ import (
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/yield"
 )
 
 // maxGoroutines is the most goroutines a Scenario may run at once.
@@ -36,6 +37,12 @@ type Scenario struct {
 	// WallClock makes every clock step also sleep for its duration, for a
 	// budget that reads time.Now itself inside a testing/synctest bubble.
 	WallClock bool `json:"wallClock,omitempty"`
+	// Control, if set, runs the goroutines one at a time under the
+	// controlled scheduler of package yield, with these options: with
+	// their Schedule, exactly as a run that reported it. It needs code
+	// rewritten by the budgetcheck command; without it the goroutines
+	// still run one at a time, switching only where they start and end.
+	Control *yield.Options `json:"control,omitempty"`
 }
 
 // Len returns how many operations s runs in all.
@@ -107,30 +114,39 @@ var ErrTimeout = errors.New("linearizability: the run did not finish; a goroutin
 // returns ErrTimeout joined with ctx's error; the stuck goroutines are left
 // behind, since nothing can stop them.
 func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, error) {
+	h, _, err := RecordControlled(ctx, s, newBudget)
+	return h, err
+}
+
+// RecordControlled is Record that also returns, for a scenario with
+// Control set, the report of the controlled run: the schedule that
+// replays it, and whether it fell back to free running.
+func RecordControlled(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, yield.Report, error) {
 	if err := s.validate(); err != nil {
-		return nil, err
+		return nil, yield.Report{}, err
 	}
 	type result struct {
 		h   History
+		rep yield.Report
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		if err := harness.Catch("the recorded run", func() { r.h, r.err = record(s, newBudget) }); err != nil {
+		if err := harness.Catch("the recorded run", func() { r.h, r.rep, r.err = record(s, newBudget) }); err != nil {
 			r.err = err
 		}
 		done <- r
 	}()
 	select {
 	case r := <-done:
-		return r.h, r.err
+		return r.h, r.rep, r.err
 	case <-ctx.Done():
-		return nil, errors.Join(ErrTimeout, ctx.Err())
+		return nil, yield.Report{}, errors.Join(ErrTimeout, ctx.Err())
 	}
 }
 
-func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, err error) {
+func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, rep yield.Report, err error) {
 	// More Ps than cores when there are more goroutines than Ps: the
 	// operating system then preempts the threads running them at arbitrary
 	// instructions, inside the budget's calls too, and a race between two
@@ -138,7 +154,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	// work. (Changing GOMAXPROCS stops the world, so small scenarios, run
 	// thousands of times by the minimizer, keep what they have: their
 	// goroutines then start on cores of their own.)
-	if n := len(s.Goroutines) + 1; runtime.GOMAXPROCS(0) < n && s.Len() > smallScenario {
+	if n := len(s.Goroutines) + 1; s.Control == nil && runtime.GOMAXPROCS(0) < n && s.Len() > smallScenario {
 		prev := runtime.GOMAXPROCS(max(8, n))
 		defer runtime.GOMAXPROCS(prev)
 	}
@@ -151,7 +167,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		o := Operation{Client: client, Op: op}
 		o.Call = stamp.Add(1)
 		if op.Op == model.Advance {
-			sub.Advance(clock, op.D)
+			yield.Outside(func() { sub.Advance(clock, op.D) })
 		} else {
 			o.Granted = harness.Perform(b, op)
 		}
@@ -169,52 +185,72 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		}
 		lists = append(lists, steps)
 	}
-	// A random delay before each goroutine's first operation: runs of one
-	// scenario then sample every relative offset of the goroutines, and a
-	// race that needs two calls to meet within nanoseconds reproduces in a
-	// few hundred runs. Small scenarios, the minimizer's, get a shorter
-	// one, so that their few calls meet more often.
-	jitter := startJitter
-	if s.Len() <= smallScenario {
-		jitter = startJitter / 16
-	}
 	results := make([]History, len(lists))
 	errs := make([]error, len(lists))
-	var ready atomic.Int32
-	var start atomic.Bool
-	var wg sync.WaitGroup
-	for i, ops := range lists {
-		wg.Go(func() {
-			out := make(History, 0, len(ops))
-			// The last goroutine to arrive releases the others: no
-			// goroutine outside the run holds a core when they start.
-			if ready.Add(1) == int32(len(lists)) {
-				start.Store(true)
-			}
-			waitFor(&start)
-			spin(rand.IntN(jitter))
-			errs[i] = harness.Catch(fmt.Sprintf("goroutine %d of the recorded run", i+1), func() {
-				for j, op := range ops {
-					out = append(out, run(i+1, op))
-					if j%4 == 3 && rand.IntN(2) == 0 {
-						runtime.Gosched()
-					}
+	body := func(i int) {
+		ops := lists[i]
+		out := make(History, 0, len(ops))
+		errs[i] = harness.Catch(fmt.Sprintf("goroutine %d of the recorded run", i+1), func() {
+			for j, op := range ops {
+				if s.Control != nil {
+					yield.Point() // a switch between any two operations
 				}
-			})
-			results[i] = out
+				out = append(out, run(i+1, op))
+				if s.Control == nil && j%4 == 3 && rand.IntN(2) == 0 {
+					runtime.Gosched()
+				}
+			}
 		})
+		results[i] = out
 	}
-	wg.Wait()
+	if s.Control != nil {
+		fs := make([]func(), len(lists))
+		for i := range lists {
+			fs[i] = func() { body(i) }
+		}
+		rep = yield.Run(*s.Control, fs...)
+	} else {
+		freeRun(len(lists), s.Len() <= smallScenario, body)
+	}
 	for _, e := range errs {
 		if e != nil {
-			return nil, e // the first: a *harness.Fault the suite reads the cause from
+			return nil, rep, e // the first: a *harness.Fault the suite reads the cause from
 		}
 	}
 	for _, r := range results {
 		h = append(h, r...)
 	}
 	slices.SortFunc(h, func(a, b Operation) int { return int(a.Call - b.Call) })
-	return h, nil
+	return h, rep, nil
+}
+
+// freeRun runs body(0) to body(n-1) on goroutines of their own, released
+// together. A random delay before each goroutine's first operation: runs
+// of one scenario then sample every relative offset of the goroutines, and
+// a race that needs two calls to meet within nanoseconds reproduces in a
+// few hundred runs. Small scenarios, the minimizer's, get a shorter one,
+// so that their few calls meet more often.
+func freeRun(n int, small bool, body func(i int)) {
+	jitter := startJitter
+	if small {
+		jitter = startJitter / 16
+	}
+	var ready atomic.Int32
+	var start atomic.Bool
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			// The last goroutine to arrive releases the others: no
+			// goroutine outside the run holds a core when they start.
+			if ready.Add(1) == int32(n) {
+				start.Store(true)
+			}
+			waitFor(&start)
+			spin(rand.IntN(jitter))
+			body(i)
+		})
+	}
+	wg.Wait()
 }
 
 // smallScenario is the most operations of a scenario that the minimizer

@@ -214,7 +214,6 @@ const (
 // gor is a goroutine under control.
 type gor struct {
 	id    int
-	goid  atomic.Uint64
 	baton chan struct{} // the right to run, handed over by whoever held it
 	st    state
 	prio  int
@@ -228,6 +227,13 @@ type run struct {
 	release chan struct{}
 	// ticks counts yield points, for the watchdog.
 	ticks atomic.Uint64
+	// outside counts the goroutines inside Outside.
+	outside atomic.Int32
+	// sig is the innermost frames of every goroutine under control, the
+	// ones below enter: a hook whose stack ends in them is called by the
+	// goroutine holding the baton, the only one under control that runs.
+	sig atomic.Pointer[[3]uintptr]
+	cur atomic.Pointer[gor] // the goroutine holding the baton
 
 	mu        sync.Mutex
 	rng       *rand.Rand
@@ -266,14 +272,7 @@ func Run(opt Options, fs ...func()) Report {
 	var wg, registered sync.WaitGroup
 	registered.Add(len(fs))
 	for i, f := range fs {
-		g := r.gs[i]
-		wg.Go(func() {
-			g.goid.Store(goid())
-			registered.Done()
-			r.await(g)
-			defer r.exit(g)
-			f()
-		})
+		wg.Go(func() { r.enter(r.gs[i], &registered, f) })
 	}
 	registered.Wait()
 	stop := make(chan struct{})
@@ -289,6 +288,23 @@ func Run(opt Options, fs ...func()) Report {
 	close(stop)
 	<-watched
 	return r.report()
+}
+
+// enter runs f as g, once it holds the baton.
+//
+//go:noinline
+func (r *run) enter(g *gor, registered *sync.WaitGroup, f func()) {
+	if g.id == 0 {
+		var pcs [8]uintptr
+		if n := runtime.Callers(2, pcs[:]); n >= 3 && n < len(pcs) {
+			sig := [3]uintptr(pcs[n-3 : n])
+			r.sig.Store(&sig)
+		}
+	}
+	registered.Done()
+	r.await(g)
+	defer r.exit(g)
+	f()
 }
 
 func newRun(opt Options, n int) *run {
@@ -317,12 +333,18 @@ func (r *run) report() Report {
 }
 
 // self returns the calling goroutine if it is under control, else nil.
+// Walking the stack to its innermost frames is cheaper, by ten times, than
+// reading the goroutine's id from the text of runtime.Stack.
 func (r *run) self() *gor {
-	id := goid()
-	for _, g := range r.gs {
-		if g.goid.Load() == id {
-			return g
-		}
+	var small [128]uintptr
+	pcs := small[:]
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) {
+		pcs = make([]uintptr, 4*len(pcs))
+		n = runtime.Callers(2, pcs)
+	}
+	if sig := r.sig.Load(); sig != nil && n >= 3 && [3]uintptr(pcs[n-3:n]) == *sig {
+		return r.cur.Load()
 	}
 	return nil
 }
@@ -485,6 +507,7 @@ func (r *run) pickLocked(from *gor) *gor {
 		next = r.choose(from, ready, step)
 	}
 	r.schedule = append(r.schedule, next.id)
+	r.cur.Store(next)
 	return next
 }
 
@@ -536,7 +559,7 @@ func (r *run) watch(stop <-chan struct{}) {
 		r.mu.Lock()
 		polling := !r.blockedAt.IsZero()
 		r.mu.Unlock()
-		if now != last || polling {
+		if now != last || polling || r.outside.Load() > 0 {
 			last, idle = now, 0
 			continue
 		}
@@ -549,17 +572,17 @@ func (r *run) watch(stop <-chan struct{}) {
 	}
 }
 
-// goid returns the calling goroutine's id, read from the first line of its
-// stack ("goroutine 17 [running]:").
-func goid() uint64 {
-	var buf [32]byte
-	n := runtime.Stack(buf[:], false)
-	var id uint64
-	for _, c := range buf[len("goroutine "):n] {
-		if c < '0' || c > '9' {
-			break
-		}
-		id = id*10 + uint64(c-'0')
+// Outside runs f, which may block outside instrumented code on purpose
+// (a sleep on the fake clock of a testing/synctest bubble), without the
+// run falling back to free running for it. Other goroutines under control
+// do not run meanwhile.
+func Outside(f func()) {
+	r := active.Load()
+	if r == nil {
+		f()
+		return
 	}
-	return id
+	r.outside.Add(1)
+	defer r.outside.Add(-1)
+	f()
 }

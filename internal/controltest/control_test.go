@@ -1,0 +1,83 @@
+package controltest_test
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/internal/controltest"
+	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/model"
+)
+
+var bucket = model.TokenBucket{Capacity: 30_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
+
+func subject(name string, f func() budget.Budget) budgettest.Subject[model.TokenBucketState] {
+	return budgettest.Subject[model.TokenBucketState]{Name: name, Model: bucket, Scenarios: 5,
+		New: func(*testing.T, budget.Clock) budget.Budget { return f() }}
+}
+
+func setFlag(t *testing.T, name, value string) {
+	t.Helper()
+	old := flag.Lookup(name).Value.String()
+	if err := flag.Set(name, value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { flag.Set(name, old) })
+}
+
+var replayRE = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
+
+// Under control the check-then-act is caught on every seed base, in its
+// first scenario, and minimized deterministically to at most four
+// operations; the replay the failure prints fails again every time.
+func TestControlledLinearizableCatchesCheckThenAct(t *testing.T) {
+	ct := subject("CheckThenAct", func() budget.Budget { return controltest.NewCheckThenAct(bucket) })
+	var replay string
+	for base := range 10 {
+		setFlag(t, "budgettest.seed", fmt.Sprint(base+1))
+		err := budgettest.VerifyCheck(t, ct, budgettest.CheckLinearizable)
+		var f *budgettest.Failure
+		if !errors.As(err, &f) {
+			t.Fatalf("seed base %d: VerifyCheck = %v, want a Failure", base+1, err)
+		}
+		m := replayRE.FindStringSubmatch(f.Error())
+		if m == nil {
+			t.Fatalf("seed base %d: no replay command in:\n%v", base+1, f)
+		}
+		var s linearizability.Scenario
+		if err := json.Unmarshal([]byte(m[1]), &s); err != nil {
+			t.Fatalf("seed base %d: the replay does not parse: %v", base+1, err)
+		}
+		if s.Len() > 4 || s.Control == nil || len(s.Control.Schedule) == 0 {
+			t.Errorf("seed base %d: minimized to %d operations (want at most 4), control %v:\n%v", base+1, s.Len(), s.Control, f)
+		}
+		replay = m[1]
+	}
+	setFlag(t, "budgettest.replay", replay)
+	for i := range 20 {
+		if err := budgettest.VerifyCheck(t, ct, budgettest.CheckLinearizable); err == nil {
+			t.Fatalf("replay %d of %s passed", i+1, replay)
+		}
+	}
+}
+
+// Correct budgets pass under control on every seed base.
+func TestControlledLinearizablePassesCorrectBudgets(t *testing.T) {
+	for base := range 5 {
+		setFlag(t, "budgettest.seed", fmt.Sprint(base+1))
+		for _, sub := range []budgettest.Subject[model.TokenBucketState]{
+			subject("CAS", func() budget.Budget { return controltest.NewCAS(bucket) }),
+			subject("Locked", func() budget.Budget { return controltest.NewLocked(bucket) }),
+		} {
+			if err := budgettest.VerifyCheck(t, sub, budgettest.CheckLinearizable); err != nil {
+				t.Fatalf("seed base %d: %s: %v", base+1, sub.Name, err)
+			}
+		}
+	}
+}
