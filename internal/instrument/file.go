@@ -1,0 +1,420 @@
+package instrument
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"strconv"
+
+	"golang.org/x/tools/go/types/typeutil"
+)
+
+// YieldPath is the import path of the package whose hooks rewritten code
+// calls.
+const YieldPath = "github.com/retrybudget/retrybudget/yield"
+
+// File rewrites one parsed, type-checked file and returns its new source,
+// and the number of yield points it inserted. It returns nil and 0 if the
+// file has no synchronization operation it rewrites.
+//
+// fset must hold f, src must be the text f was parsed from, and info must
+// hold the Types, Defs, Uses, Selections, Scopes and Implicits of f's
+// package. The new source starts with a /*line*/ directive naming the
+// file's name in fset, so positions in the compiled code name the original
+// file, and every token of src keeps its line. That name should be
+// absolute, as go/packages gives it: the compiler takes a relative one
+// relative to the directory of the rewritten file.
+func File(fset *token.FileSet, f *ast.File, src []byte, info *types.Info) ([]byte, int, error) {
+	tf := fset.File(f.FileStart)
+	if tf == nil {
+		return nil, 0, fmt.Errorf("instrument: package %s: the file is not in the file set", f.Name.Name)
+	}
+	if tf.Size() != len(src) {
+		return nil, 0, fmt.Errorf("instrument: %s: the source does not match the parsed file", tf.Name())
+	}
+	pkg := packageOf(f, info)
+	if pkg == nil {
+		return nil, 0, nil
+	}
+	r := &rewriter{tf: tf, file: f, info: info, pkg: pkg, src: src}
+	r.name = r.freeName("ryield")
+	r.walk()
+	if r.points == 0 {
+		return nil, 0, nil
+	}
+	pkgPos := fset.PositionFor(f.Package, false)
+	r.insert(f.Package, fmt.Sprintf("/*line %s:%d:%d*/", tf.Name(), pkgPos.Line, pkgPos.Column), 0, false)
+	r.insert(f.Name.End(), fmt.Sprintf("; import %s %s", r.name, strconv.Quote(YieldPath)), 0, false)
+	marker := fmt.Sprintf("var _ = %s.Mark()\n", r.name)
+	if len(src) > 0 && src[len(src)-1] != '\n' {
+		marker = "\n" + marker
+	}
+	r.edits = append(r.edits, edit{start: len(src), end: len(src), text: marker, close: true})
+	out, err := apply(tf.Name(), src, r.edits)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, r.points, nil
+}
+
+// packageOf returns the package f's objects belong to, or nil if f
+// declares and uses nothing.
+func packageOf(f *ast.File, info *types.Info) *types.Package {
+	if scope := info.Scopes[f]; scope != nil {
+		for _, name := range scope.Names() {
+			if pn, ok := scope.Lookup(name).(*types.PkgName); ok {
+				return pn.Pkg()
+			}
+		}
+	}
+	var pkg *types.Package
+	ast.Inspect(f, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && pkg == nil {
+			if obj := info.Defs[id]; obj != nil {
+				pkg = obj.Pkg()
+			}
+		}
+		return pkg == nil
+	})
+	return pkg
+}
+
+// A rewriter collects the edits of one file.
+type rewriter struct {
+	tf     *token.File
+	file   *ast.File
+	info   *types.Info
+	pkg    *types.Package
+	src    []byte
+	name   string // the import name of package yield in the file
+	edits  []edit
+	points int
+
+	// leave holds the channel operations that stay as they are: the
+	// communications of select cases and receives whose two-value form
+	// Recv2 cannot take.
+	leave map[ast.Node]bool
+	// commaOK holds the receives of v, ok = <-ch forms, rewritten to Recv2.
+	commaOK map[*ast.UnaryExpr]bool
+}
+
+// freeName returns base, or base followed by a number, that no identifier
+// of the file spells and the package scope does not declare, so an import
+// of that name neither clashes nor is shadowed anywhere in the file.
+func (r *rewriter) freeName(base string) string {
+	used := map[string]bool{}
+	ast.Inspect(r.file, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			used[id.Name] = true
+		}
+		return true
+	})
+	name := base
+	for i := 2; used[name] || r.pkg.Scope().Lookup(name) != nil; i++ {
+		name = base + strconv.Itoa(i)
+	}
+	return name
+}
+
+func (r *rewriter) offset(pos token.Pos) int { return r.tf.Offset(pos) }
+
+func (r *rewriter) insert(pos token.Pos, text string, depth int, close bool) {
+	at := r.offset(pos)
+	r.edits = append(r.edits, edit{start: at, end: at, text: text, depth: depth, close: close})
+}
+
+func (r *rewriter) replace(from, to token.Pos, text string, depth int) {
+	r.edits = append(r.edits, edit{start: r.offset(from), end: r.offset(to), text: text, depth: depth})
+}
+
+// wrap surrounds e with before and after, for a node at depth.
+func (r *rewriter) wrap(e ast.Node, before, after string, depth int) {
+	r.insert(e.Pos(), before, depth, false)
+	r.insert(e.End(), after, depth, true)
+}
+
+// walk visits the file and collects its edits.
+func (r *rewriter) walk() {
+	r.leave = map[ast.Node]bool{}
+	r.commaOK = map[*ast.UnaryExpr]bool{}
+	depth := 0
+	ast.Inspect(r.file, func(n ast.Node) bool {
+		if n == nil {
+			depth--
+			return true
+		}
+		depth++
+		r.visit(n, depth)
+		return true
+	})
+}
+
+// visit records the edits of node n at depth. A parent is visited before
+// its children, so marks made here apply to them.
+func (r *rewriter) visit(n ast.Node, depth int) {
+	switch n := n.(type) {
+	case *ast.CommClause:
+		r.leaveComm(n.Comm)
+		r.selects(n.Body, depth)
+	case *ast.CaseClause:
+		r.selects(n.Body, depth)
+	case *ast.BlockStmt:
+		r.selects(n.List, depth)
+	case *ast.AssignStmt:
+		if len(n.Lhs) == 2 && len(n.Rhs) == 1 {
+			r.twoValueRecv(n.Rhs[0], r.info.TypeOf(n.Lhs[1]), isBlank(n.Lhs[1]))
+		}
+	case *ast.ValueSpec:
+		if len(n.Names) == 2 && len(n.Values) == 1 {
+			var okType types.Type
+			if n.Type != nil {
+				okType = r.info.TypeOf(n.Type)
+			}
+			r.twoValueRecv(n.Values[0], okType, n.Type == nil || n.Names[1].Name == "_")
+		}
+	case *ast.CallExpr:
+		r.atomicCall(n, depth)
+	case *ast.SelectorExpr:
+		r.method(n, depth)
+	case *ast.SendStmt:
+		r.send(n, depth)
+	case *ast.UnaryExpr:
+		r.recv(n, depth)
+	}
+}
+
+func isBlank(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == "_"
+}
+
+// leaveComm marks the communication of a select case, which stays as it
+// is; its operands are still rewritten.
+func (r *rewriter) leaveComm(comm ast.Stmt) {
+	switch s := comm.(type) {
+	case *ast.SendStmt:
+		r.leave[s] = true
+	case *ast.ExprStmt:
+		r.leave[ast.Unparen(s.X)] = true
+	case *ast.AssignStmt:
+		if len(s.Rhs) == 1 {
+			r.leave[ast.Unparen(s.Rhs[0])] = true
+		}
+	}
+}
+
+// twoValueRecv marks rhs of v, ok = rhs if it is a receive: Recv2 takes it
+// when its bool result can go where the untyped bool of <-ch went (okType
+// is the type of ok; blank when ok takes any type), and it stays as it is
+// otherwise.
+func (r *rewriter) twoValueRecv(rhs ast.Expr, okType types.Type, blank bool) {
+	u, ok := ast.Unparen(rhs).(*ast.UnaryExpr)
+	if !ok || u.Op != token.ARROW || r.leave[u] {
+		return
+	}
+	if blank || okType != nil && types.AssignableTo(types.Typ[types.Bool], okType) {
+		r.commaOK[u] = true
+	} else {
+		r.leave[u] = true
+	}
+}
+
+// selects puts a yield point before every select statement of list, and
+// before the labels of a labelled one, so the labels stay on the select.
+func (r *rewriter) selects(list []ast.Stmt, depth int) {
+	for _, s := range list {
+		inner := s
+		for {
+			l, ok := inner.(*ast.LabeledStmt)
+			if !ok {
+				break
+			}
+			inner = l.Stmt
+		}
+		if _, ok := inner.(*ast.SelectStmt); ok {
+			r.insert(s.Pos(), r.name+".Point(); ", depth, false)
+			r.points++
+		}
+	}
+}
+
+// atomicCall wraps the first argument of a call of a function of
+// sync/atomic: atomic.AddInt64(&n, 1) -> atomic.AddInt64(ryield.P(&n), 1).
+func (r *rewriter) atomicCall(call *ast.CallExpr, depth int) {
+	fn := typeutil.StaticCallee(r.info, call)
+	if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != "sync/atomic" {
+		return
+	}
+	sig := fn.Signature()
+	if sig.Recv() != nil || len(call.Args) == 0 || len(call.Args) != sig.Params().Len() || call.Ellipsis.IsValid() {
+		return // a method (see method), or f(g()) with g's results as the arguments
+	}
+	arg := call.Args[0]
+	if tv, ok := r.info.Types[arg]; !ok || isUntyped(tv.Type) {
+		return // P cannot take an untyped nil
+	}
+	r.wrap(arg, r.name+".P(", ")", depth)
+	r.points++
+}
+
+func isUntyped(t types.Type) bool {
+	b, ok := t.(*types.Basic)
+	return ok && b.Info()&types.IsUntyped != 0
+}
+
+// hooks says which hook takes the receiver of the methods of each type
+// that method rewrites, by package path and type name, and which methods.
+var hooks = map[[2]string]struct {
+	hook    string
+	methods map[string]bool // nil: every method
+}{
+	{"sync", "Mutex"}:          {"M", set("Lock", "Unlock", "TryLock")},
+	{"sync", "RWMutex"}:        {"RW", set("Lock", "Unlock", "RLock", "RUnlock", "TryLock", "TryRLock", "RLocker")},
+	{"sync", "Once"}:           {"P", set("Do")},
+	{"sync/atomic", "Int32"}:   {"P", nil},
+	{"sync/atomic", "Int64"}:   {"P", nil},
+	{"sync/atomic", "Uint32"}:  {"P", nil},
+	{"sync/atomic", "Uint64"}:  {"P", nil},
+	{"sync/atomic", "Uintptr"}: {"P", nil},
+	{"sync/atomic", "Bool"}:    {"P", nil},
+	{"sync/atomic", "Value"}:   {"P", nil},
+	{"sync/atomic", "Pointer"}: {"P", nil},
+}
+
+func set(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// method wraps the receiver of a method of a type in hooks, called or
+// taken as a method value, in the hook as a pointer:
+// b.mu.Lock() -> ryield.M(&b.mu).Lock(), p.Add(1) -> ryield.P(p).Add(1),
+// and through embedded fields, s.Lock() -> ryield.M(&s.Mutex).Lock().
+func (r *rewriter) method(sel *ast.SelectorExpr, depth int) {
+	s := r.info.Selections[sel]
+	if s == nil || s.Kind() != types.MethodVal {
+		return
+	}
+	fn, ok := s.Obj().(*types.Func)
+	if !ok || fn.Pkg() == nil {
+		return
+	}
+	recv, ok := types.Unalias(deref(fn.Signature().Recv().Type())).(*types.Named)
+	if !ok {
+		return
+	}
+	h, ok := hooks[[2]string{fn.Pkg().Path(), recv.Obj().Name()}]
+	if !ok || h.methods != nil && !h.methods[fn.Name()] {
+		return
+	}
+	// Spell the fields of the path to the embedded receiver.
+	path := ""
+	t := r.info.TypeOf(sel.X)
+	if t == nil {
+		return
+	}
+	index := s.Index()
+	for _, i := range index[:len(index)-1] {
+		st, ok := deref(t).Underlying().(*types.Struct)
+		if !ok || i >= st.NumFields() {
+			return
+		}
+		f := st.Field(i)
+		if !f.Exported() && f.Pkg() != r.pkg {
+			return // the field cannot be named here
+		}
+		path += "." + f.Name()
+		t = f.Type()
+	}
+	amp := "&"
+	if _, ok := t.Underlying().(*types.Pointer); ok {
+		amp = ""
+	}
+	r.wrap(sel.X, r.name+"."+h.hook+"("+amp, path+")", depth)
+	r.points++
+}
+
+func deref(t types.Type) types.Type {
+	if p, ok := t.Underlying().(*types.Pointer); ok {
+		return p.Elem()
+	}
+	return t
+}
+
+// send rewrites ch <- v to ryield.Send(ch, v). When v's type is not the
+// channel's element type (an interface, say), the element type is given
+// as a type argument, or the send stays as it is if it cannot be spelled.
+func (r *rewriter) send(s *ast.SendStmt, depth int) {
+	if r.leave[s] {
+		return
+	}
+	ch, ok := r.chanType(s.Chan)
+	if !ok {
+		return
+	}
+	targs := ""
+	if tv, ok := r.info.Types[s.Value]; !ok {
+		return
+	} else if !types.Identical(tv.Type, ch.Elem()) && !isUntyped(tv.Type) {
+		elem, ok := r.spell(ch.Elem(), s.Pos())
+		if !ok {
+			return
+		}
+		targs = "[" + elem + "]"
+	}
+	r.insert(s.Chan.Pos(), r.name+".Send"+targs+"(", depth, false)
+	if r.blanks(s.Chan.End(), s.Value.Pos()) {
+		r.replace(s.Chan.End(), s.Value.Pos(), ", ", depth)
+	} else {
+		r.replace(s.Arrow, s.Arrow+2, ",", depth) // keep the comments and newlines around it
+	}
+	r.insert(s.Value.End(), ")", depth, true)
+	r.points++
+}
+
+// recv rewrites <-ch to ryield.Recv(ch), or to ryield.Recv2(ch) in the
+// v, ok = <-ch forms.
+func (r *rewriter) recv(u *ast.UnaryExpr, depth int) {
+	if u.Op != token.ARROW || r.leave[u] {
+		return
+	}
+	if _, ok := r.chanType(u.X); !ok {
+		return
+	}
+	hook := ".Recv("
+	if r.commaOK[u] {
+		hook = ".Recv2("
+	}
+	r.replace(u.OpPos, u.OpPos+2, r.name+hook, depth)
+	r.insert(u.X.End(), ")", depth, true)
+	r.points++
+}
+
+// chanType returns the channel type of e, if the hooks can infer their
+// type argument from it: not for a type parameter.
+func (r *rewriter) chanType(e ast.Expr) (*types.Chan, bool) {
+	t := r.info.TypeOf(e)
+	if t == nil {
+		return nil, false
+	}
+	if _, ok := types.Unalias(t).(*types.TypeParam); ok {
+		return nil, false
+	}
+	ch, ok := t.Underlying().(*types.Chan)
+	return ch, ok
+}
+
+// blanks reports whether the text between from and to is spaces, tabs
+// and the arrow of a send.
+func (r *rewriter) blanks(from, to token.Pos) bool {
+	for _, c := range r.src[r.offset(from):r.offset(to)] {
+		if c != ' ' && c != '\t' && c != '<' && c != '-' {
+			return false
+		}
+	}
+	return true
+}

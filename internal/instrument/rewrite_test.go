@@ -1,0 +1,172 @@
+package instrument
+
+import (
+	"bytes"
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// requireYield skips the test if package yield lacks the hooks rewritten
+// code calls (or Instrumented, which testdata/mod's tests call), or the go
+// command is not on PATH.
+func requireYield(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	hooks := map[string]bool{"P": false, "Point": false, "M": false, "RW": false, "Send": false, "Recv": false, "Recv2": false, "Mark": false, "Instrumented": false}
+	dir := filepath.Join("..", "..", "yield")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Skipf("package yield cannot be read: %v", err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, e.Name()), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Skipf("package yield does not parse: %v", err)
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil {
+				if _, ok := hooks[fn.Name.Name]; ok {
+					hooks[fn.Name.Name] = true
+				}
+			}
+		}
+	}
+	for name, found := range hooks {
+		if !found {
+			t.Skipf("package yield has no function %s yet", name)
+		}
+	}
+}
+
+// TestRewriteModule rewrites testdata/mod, a module of its own, and runs
+// its tests with the overlay: they pass, see yield.Instrumented, and see a
+// panic's stack name the original file and line.
+func TestRewriteModule(t *testing.T) {
+	requireYield(t)
+	dir, err := filepath.Abs(filepath.Join("testdata", "mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOWORK", "off")
+	res, err := Rewrite(Config{Dir: dir, Patterns: []string{"./..."}, Tests: true})
+	if err != nil {
+		t.Fatalf("Rewrite: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(res.Dir) })
+
+	files := []string{filepath.Join(dir, "quota", "quota.go"), filepath.Join(dir, "quota", "quota_test.go")}
+	if !slices.Equal(res.Files, files) {
+		t.Errorf("Rewrite().Files = %q, want %q", res.Files, files)
+	}
+	// quota.go: 3 Lock, 3 Unlock, Add, Load, 2 selects; the test: 2 receives, a send.
+	if res.Points != 13 {
+		t.Errorf("Rewrite().Points = %d, want 13", res.Points)
+	}
+	var overlay struct{ Replace map[string]string }
+	data, err := os.ReadFile(res.Overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &overlay); err != nil {
+		t.Fatalf("the overlay: %v", err)
+	}
+	for _, orig := range files {
+		rewritten, ok := overlay.Replace[orig]
+		if !ok {
+			t.Errorf("the overlay does not replace %s", orig)
+			continue
+		}
+		if filepath.Base(rewritten) != filepath.Base(orig) || !strings.HasPrefix(rewritten, res.Dir) {
+			t.Errorf("the overlay replaces %s by %s, want a file of the same name in %s", orig, rewritten, res.Dir)
+		}
+		before, _ := os.ReadFile(orig)
+		after, _ := os.ReadFile(rewritten)
+		if got, want := bytes.Count(after, []byte("\n")), bytes.Count(before, []byte("\n"))+1; got != want {
+			t.Errorf("%s has %d lines, want %d", rewritten, got, want)
+		}
+	}
+
+	cmd := exec.Command("go", "test", "-overlay", res.Overlay, "-count=1", "-v", "./...")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go test -overlay: %v\n%s", err, out)
+	}
+	for _, test := range []string{"TestInstrumented", "TestConcurrentRetries", "TestPanicNamesTheOriginalLine"} {
+		if !bytes.Contains(out, []byte("--- PASS: "+test)) {
+			t.Errorf("go test -overlay did not pass %s:\n%s", test, out)
+		}
+	}
+}
+
+// TestRewriteLeavesPackageYield rewrites package yield, and the packages
+// of this module that do not use it, by pattern: the first is left alone,
+// and only files that synchronize are rewritten.
+func TestRewriteLeavesPackageYield(t *testing.T) {
+	requireYield(t)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Rewrite(Config{Dir: root, Patterns: []string{YieldPath}, Tests: true})
+	if err != nil {
+		t.Fatalf("Rewrite: %v", err)
+	}
+	defer os.RemoveAll(res.Dir)
+	if len(res.Files) != 0 || res.Points != 0 {
+		t.Errorf("Rewrite(yield) rewrote %q (%d points), want nothing", res.Files, res.Points)
+	}
+}
+
+// TestRewriteLeavesOtherModules names, from testdata/mod, a package of the
+// standard library and one of this module, both of which synchronize: the
+// go command would not overlay their files, so neither is rewritten.
+func TestRewriteLeavesOtherModules(t *testing.T) {
+	requireYield(t)
+	t.Setenv("GOWORK", "off")
+	res, err := Rewrite(Config{Dir: filepath.Join("testdata", "mod"), Patterns: []string{"sync/atomic", "github.com/retrybudget/retrybudget/budget"}})
+	if err != nil {
+		t.Fatalf("Rewrite: %v", err)
+	}
+	defer os.RemoveAll(res.Dir)
+	if len(res.Files) != 0 {
+		t.Errorf("Rewrite().Files = %q, want none", res.Files)
+	}
+}
+
+func TestRewriteWithoutTests(t *testing.T) {
+	requireYield(t)
+	dir := filepath.Join("testdata", "mod")
+	t.Setenv("GOWORK", "off")
+	res, err := Rewrite(Config{Dir: dir, Patterns: []string{"./quota"}})
+	if err != nil {
+		t.Fatalf("Rewrite: %v", err)
+	}
+	defer os.RemoveAll(res.Dir)
+	if len(res.Files) != 1 || filepath.Base(res.Files[0]) != "quota.go" {
+		t.Errorf("Rewrite().Files = %q, want quota.go alone", res.Files)
+	}
+}
+
+func TestRewriteReportsLoadErrors(t *testing.T) {
+	requireYield(t)
+	t.Setenv("GOWORK", "off")
+	res, err := Rewrite(Config{Dir: filepath.Join("testdata", "mod"), Patterns: []string{"./nosuchpackage"}})
+	if err == nil {
+		os.RemoveAll(res.Dir)
+		t.Fatal("Rewrite of a missing package succeeded")
+	}
+}
