@@ -29,7 +29,7 @@ lin:
 	$(GO) test -race ./linearizability -count=1 -v -run 'TestReferenceBudgetsAreLinearizable' -scenarios=$(SCENARIOS)
 
 # Every check of budgettest against every reference budget and mutant, under
-# -race (the Race column needs it); prints the matrices. cmd/budgetcheck
+# -race (the Race column needs it); prints the matrices. budgetcheck -matrix
 # runs the same and formats them.
 killmatrix:
 	$(GO) test -race -timeout 60m ./internal/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch-runs=$(CATCHRUNS) -ref-reps=$(REFREPS) -matrix.full

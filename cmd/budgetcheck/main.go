@@ -1,263 +1,153 @@
-// Command budgetcheck puts the reference budgets, the reference retry loops
-// and every mutant through the conformance suite (budgettest.VerifyCheck,
-// and the loop checks budgettest.RunLoop runs) and prints the two kill
-// matrices: a row per implementation, a column per check, and in each cell
-// pass, caught, skip or fail, with the median time taken.
+// Command budgetcheck runs your tests with controlled interleavings: it
+// rewrites the packages you name so that every synchronization point
+// (sync/atomic, Mutex and RWMutex, Once, channel operations, select) calls
+// package yield, and runs go test on them through -overlay, so that your
+// files never change and stacks still name your lines. Under it, the
+// Linearizable check of budgettest explores schedules of every scenario
+// (PCT and a random walk; see package yield), and a violation prints the
+// flag that replays it exactly.
 //
-// It exits 1 if a reference implementation fails a check or a mutant
-// escapes the check that must catch it, and 2 if the harness could not run.
+// Usage, from your own module:
 //
-// Usage:
+//	go run github.com/retrybudget/retrybudget/cmd/budgetcheck [-instrument patterns] [go test flags] [packages]
 //
-//	go run ./cmd/budgetcheck [-race=false] [-html DIR] [-json] [-catch-runs N] [-ref-reps N]
+// It prints what go test prints (-json included) and exits with its
+// status. The packages named are rewritten, their _test.go files too;
+// -instrument adds others, comma-separated (the module of the budget you
+// test, say, if it is not the one you run from). Flags go test does not
+// know, such as -budgettest.seed and -budgettest.schedules, reach the test
+// binaries as usual.
 //
-// By default it runs under the race detector, which the Race column needs,
-// repeats every check on every reference 20 times, and catches each mutant
-// 3 times with the check that must catch it.
+// What is not rewritten runs as before, with no yield points: other
+// modules unless named, the standard library, the runtime, assembly, go
+// statements and range over channels. A pass proves no violation in the
+// schedules explored.
 //
-// budgetcheck drives the harness's kill-matrix tests (internal/mutants)
-// through go test, so it needs the Go toolchain and a checkout of this
-// module; it reads their results from go test -json as they arrive and
-// reports progress on stderr. The cells are internal/matrix.Cell, the
-// schema the tests log. -html DIR keeps porcupine's rendering of every
-// linearizability violation under DIR (go test -artifacts -outputdir DIR).
+// budgetcheck -matrix [-race=false] [-html DIR] [-json] [-catch-runs N]
+// [-ref-reps N] prints this module's kill matrices instead (from a checkout
+// of it): every reference budget and loop, and every mutant, through
+// every check.
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
 	"strings"
-	"time"
 
-	"github.com/retrybudget/retrybudget/internal/matrix"
+	"github.com/retrybudget/retrybudget/internal/instrument"
 )
 
-type event struct {
-	Action string `json:"Action"`
-	Test   string `json:"Test"`
-	Output string `json:"Output"`
-}
-
 func main() {
-	race := flag.Bool("race", true, "run the harness under the race detector: the Race column needs it (-race=false: faster, and that column is skipped)")
-	htmlDir := flag.String("html", "", "write the HTML rendering of every linearizability violation under `dir`")
-	jsonOut := flag.Bool("json", false, "print the results as JSON instead of tables")
-	catchRuns := flag.Int("catch-runs", 3, "times each mutant must be caught by its check")
-	refReps := flag.Int("ref-reps", 20, "repetitions of every check on every reference budget")
-	flag.Parse()
-
-	root, err := moduleRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
-		os.Exit(2)
-	}
-	args := []string{"test", "-json", "-count=1"}
-	if *race {
-		args = append(args, "-race")
-	}
-	if *htmlDir != "" {
-		dir, err := filepath.Abs(*htmlDir)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "budgetcheck:", err)
-			os.Exit(2)
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			fmt.Fprintln(os.Stderr, "budgetcheck:", err)
-			os.Exit(2)
-		}
-		args = append(args, "-artifacts", "-outputdir", dir)
-	}
-	args = append(args, "-timeout", "60m", "./internal/mutants", "-run", "^(TestKillMatrix|TestLoopKillMatrix)$",
-		fmt.Sprintf("-catch-runs=%d", *catchRuns), fmt.Sprintf("-ref-reps=%d", *refReps), "-matrix.full")
-
-	start := time.Now()
-	fmt.Fprintf(os.Stderr, "budgetcheck: go %s\n", strings.Join(args, " "))
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
-		os.Exit(2)
-	}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
-		os.Exit(2)
-	}
-	cells, failures, raw := read(stdout, start, *race)
-	runErr := cmd.Wait()
-
-	if *jsonOut {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(struct {
-			Cells   []matrix.Cell `json:"cells"`
-			Failed  bool          `json:"failed"`
-			Seconds float64       `json:"seconds"`
-		}{cells, runErr != nil || len(failures) > 0, time.Since(start).Seconds()})
-	} else {
-		printMatrix(os.Stdout, matrix.Budgets, cells, *htmlDir != "")
-		printMatrix(os.Stdout, matrix.Loops, cells, *htmlDir != "")
-		fmt.Printf("\n%d cells in %v\n", len(cells), time.Since(start).Round(time.Second))
-	}
-	if len(cells) == 0 {
-		fmt.Fprintf(os.Stderr, "budgetcheck: the harness reported nothing; its output:\n%s", raw)
-		os.Exit(2)
-	}
-	for _, f := range failures {
-		fmt.Fprintln(os.Stderr, "budgetcheck: FAIL:", f)
-	}
-	if runErr != nil || len(failures) > 0 {
-		if len(failures) == 0 {
-			fmt.Fprintf(os.Stderr, "budgetcheck: the harness failed (%v); its output:\n%s", runErr, raw)
-		}
-		os.Exit(1)
-	}
-	fmt.Fprintln(os.Stderr, "budgetcheck: every reference implementation passes, and every mutant is caught")
-}
-
-// read collects the cells from go test -json output, reporting progress on
-// stderr, and returns them with the failures they show and the tests'
-// plain output (for when something else went wrong).
-func read(r io.Reader, start time.Time, race bool) (cells []matrix.Cell, failures []string, raw string) {
-	var out bytes.Buffer
-	partial := map[string]string{} // test2json splits long lines; join them per test
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var e event
-		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			continue
-		}
-		switch e.Action {
-		case "output":
-			out.WriteString(e.Output)
-			text := partial[e.Test] + e.Output
-			if !strings.HasSuffix(text, "\n") {
-				partial[e.Test] = text
-				continue
-			}
-			delete(partial, e.Test)
-			line := strings.TrimSpace(text)
-			if c, ok := matrix.Parse(line); ok {
-				cells = append(cells, c)
-				fmt.Fprintf(os.Stderr, "  %6.1fs  %-7s %-26s %-28s %s\n", time.Since(start).Seconds(), c.Matrix, c.Impl, c.Check, c.Verdict)
-				if f := judge(c, race); f != "" {
-					failures = append(failures, f)
-				}
-			}
-		case "run":
-			if e.Test != "" && !strings.Contains(e.Test, "/") {
-				fmt.Fprintf(os.Stderr, "  %6.1fs  running %s\n", time.Since(start).Seconds(), e.Test)
-			}
-		}
-	}
-	return cells, failures, out.String()
-}
-
-// judge says what is wrong with a cell, or "". Without -race a racy
-// mutant's Race cell is a skip, not an escape: only the race detector sees
-// that bug.
-func judge(c matrix.Cell, race bool) string {
-	if c.Must && c.Verdict == "skip" && !race {
-		return ""
-	}
-	return c.Problem()
-}
-
-func printMatrix(w io.Writer, name string, cells []matrix.Cell, renderings bool) {
-	var impls, checks []string
-	seenImpl, seenCheck := map[string]bool{}, map[string]bool{}
-	at := map[[2]string]matrix.Cell{}
-	for _, c := range cells {
-		if c.Matrix != name {
-			continue
-		}
-		if !seenImpl[c.Impl] {
-			seenImpl[c.Impl] = true
-			impls = append(impls, c.Impl)
-		}
-		if !seenCheck[c.Check] {
-			seenCheck[c.Check] = true
-			checks = append(checks, c.Check)
-		}
-		at[[2]string{c.Impl, c.Check}] = c
-	}
-	if len(impls) == 0 {
+	if len(os.Args) > 1 && (os.Args[1] == "-matrix" || os.Args[1] == "--matrix") {
+		matrixMain(os.Args[2:])
 		return
 	}
-	width := 14
-	if name == matrix.Loops {
-		width = 12
+	inv, err := parse(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
+		os.Exit(2)
 	}
-	how := "every cell a budgettest.VerifyCheck"
-	if name == matrix.Loops {
-		how = "every cell a loop check of budgettest.RunLoop, in a child process"
-	}
-	fmt.Fprintf(w, "\n%s kill matrix, %s (* = the check that must catch the row)\n%-26s", name, how, "implementation")
-	for i, c := range checks {
-		if name == matrix.Loops {
-			c = fmt.Sprintf("%d", i+1)
+	os.Exit(run(inv))
+}
+
+// invocation is a parsed command line.
+type invocation struct {
+	goArgs   []string // go test's flags, in the order given
+	packages []string // the package patterns
+	extra    []string // -instrument patterns
+	tags     []string // -tags
+}
+
+// valueFlags are the flags of go test and go build that take a value, so
+// that the word after one (-run TestX) is not taken for a package.
+var valueFlags = []string{
+	"run", "skip", "bench", "benchtime", "count", "cpu", "parallel", "timeout", "shuffle", "list", "fuzz", "fuzztime",
+	"fuzzminimizetime", "coverprofile", "covermode", "coverpkg", "cpuprofile", "memprofile", "memprofilerate",
+	"blockprofile", "blockprofilerate", "mutexprofile", "mutexprofilefraction", "trace", "outputdir", "o", "exec",
+	"vet", "p", "tags", "ldflags", "gcflags", "asmflags", "gccgoflags", "mod", "modfile", "pkgdir", "toolexec",
+	"C", "pgo", "installsuffix", "buildvcs", "compiler", "covermode",
+}
+
+func parse(args []string) (invocation, error) {
+	var inv invocation
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-args" || a == "--args" {
+			inv.goArgs = append(inv.goArgs, args[i:]...)
+			break
 		}
-		fmt.Fprintf(w, " %-*s", width, c)
-	}
-	fmt.Fprintln(w)
-	for _, impl := range impls {
-		fmt.Fprintf(w, "%-26s", impl)
-		for _, ch := range checks {
-			c, ok := at[[2]string{impl, ch}]
-			s := "-"
-			if ok {
-				s = fmt.Sprintf("%s %s", c.Verdict, fmtSeconds(c.Seconds))
-				if c.Must {
-					s += "*"
+		if !strings.HasPrefix(a, "-") {
+			inv.packages = append(inv.packages, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		takesValue := slices.Contains(valueFlags, name) || name == "instrument"
+		if takesValue && !hasValue {
+			if i+1 >= len(args) {
+				return inv, fmt.Errorf("flag %s needs a value", a)
+			}
+			i++
+			value = args[i]
+		}
+		switch name {
+		case "instrument":
+			for p := range strings.SplitSeq(value, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					inv.extra = append(inv.extra, p)
 				}
 			}
-			fmt.Fprintf(w, " %-*s", width, s)
-		}
-		fmt.Fprintln(w)
-	}
-	if name == matrix.Loops {
-		for i, c := range checks {
-			fmt.Fprintf(w, "  %d = %s\n", i+1, c)
-		}
-	}
-	for _, impl := range impls {
-		for _, ch := range checks {
-			if c := at[[2]string{impl, ch}]; renderings && c.Artifact != "" {
-				fmt.Fprintf(w, "  rendering of %s (%s): %s\n", impl, ch, c.Artifact)
+			continue
+		case "overlay":
+			return inv, errors.New("-overlay is budgetcheck's own: it passes the rewritten files through it")
+		case "tags":
+			for t := range strings.SplitSeq(value, ",") {
+				if t = strings.TrimSpace(t); t != "" {
+					inv.tags = append(inv.tags, t)
+				}
 			}
+		case "C":
+			return inv, errors.New("-C is not supported: run budgetcheck from the module's directory")
+		}
+		inv.goArgs = append(inv.goArgs, a)
+		if takesValue && !hasValue {
+			inv.goArgs = append(inv.goArgs, value)
 		}
 	}
+	return inv, nil
 }
 
-func fmtSeconds(s float64) string {
-	if s < 1 {
-		return fmt.Sprintf("%.0fms", s*1000)
+// run rewrites, runs go test and returns its exit status.
+func run(inv invocation) int {
+	patterns := append(slices.Clone(inv.packages), inv.extra...)
+	if len(inv.packages) == 0 {
+		patterns = append(patterns, ".")
 	}
-	return fmt.Sprintf("%.1fs", s)
-}
-
-// moduleRoot returns the directory of this module's go.mod.
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	res, err := instrument.Rewrite(instrument.Config{Patterns: patterns, Tags: inv.tags, Tests: true})
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
+		return 2
 	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("run budgetcheck inside a checkout of github.com/retrybudget/retrybudget")
+	defer os.RemoveAll(res.Dir)
+	if len(res.Files) == 0 {
+		fmt.Fprintf(os.Stderr, "budgetcheck: nothing to instrument in %s: the tests run as plain go test\n", strings.Join(patterns, " "))
+	} else {
+		fmt.Fprintf(os.Stderr, "budgetcheck: %d yield points in %d files of %s\n", res.Points, len(res.Files), strings.Join(patterns, " "))
 	}
-	data, err := os.ReadFile(mod)
-	if err != nil || !bytes.Contains(data, []byte("module github.com/retrybudget/retrybudget\n")) {
-		return "", fmt.Errorf("%s is not github.com/retrybudget/retrybudget's go.mod; run budgetcheck inside a checkout of it", mod)
+	// The packages come first: go test takes every argument after a flag
+	// it does not know (-budgettest.seed, say) for the test binary's.
+	args := append([]string{"test", "-overlay=" + res.Overlay}, inv.packages...)
+	cmd := exec.Command("go", append(args, inv.goArgs...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
+		return 2
 	}
-	return filepath.Dir(mod), nil
+	return 0
 }
