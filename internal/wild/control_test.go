@@ -30,7 +30,8 @@ func concurrencyCases() []Case {
 
 // TestControlledCatchRates measures, for every concurrency bug, in how
 // many of -control.runs runs of the Linearizable check it is caught, each
-// run from its own seed base, and the median time a catching run took.
+// run from its own seed base, and the median time a catching run took;
+// it fails if one escapes a run.
 // Run it through the command, so that the budgets are instrumented:
 //
 //	go run ./cmd/budgetcheck -run TestControlledCatchRates -control.runs=100 ./internal/wild -instrument ./internal/mutants
@@ -66,6 +67,8 @@ func TestControlledCatchRates(t *testing.T) {
 		}
 		if caught == *controlRuns {
 			all++
+		} else {
+			t.Errorf("%s: caught in %d of %d runs under control", c.Name, caught, *controlRuns)
 		}
 		fmt.Fprintf(&b, "  %-28s caught %3d/%d  median %v\n", c.Name, caught, *controlRuns, median.Round(time.Millisecond))
 	}
