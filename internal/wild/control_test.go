@@ -1,8 +1,10 @@
 package wild
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/yield"
 )
 
@@ -73,4 +76,52 @@ func TestControlledCatchRates(t *testing.T) {
 		fmt.Fprintf(&b, "  %-28s caught %3d/%d  median %v\n", c.Name, caught, *controlRuns, median.Round(time.Millisecond))
 	}
 	t.Logf("caught in every run: %d of %d\n%s", all, len(cases), b.String())
+}
+
+var replayRE = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
+
+// TestControlledReplay catches mutants.CheckThenAct under control, checks
+// that it is minimized to at most four operations printed with their
+// schedule, and replays the printed flag -control.runs times: every replay
+// must fail the same way.
+//
+//	go run ./cmd/budgetcheck -run TestControlledReplay -control.runs=20 ./internal/wild -instrument ./internal/mutants
+func TestControlledReplay(t *testing.T) {
+	if *controlRuns <= 0 {
+		t.Skip("a measurement: run with -control.runs=N through cmd/budgetcheck")
+	}
+	if !yield.Instrumented() {
+		t.Fatal("the code is not instrumented: run this test through cmd/budgetcheck")
+	}
+	i := slices.IndexFunc(concurrencyCases(), func(c Case) bool { return c.Name == "mutants.CheckThenAct" })
+	c := concurrencyCases()[i]
+	err := c.Check(t, budgettest.CheckLinearizable)
+	if err == nil {
+		t.Fatal("CheckThenAct passed under control")
+	}
+	m := replayRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		t.Fatalf("no replay flag in:\n%v", err)
+	}
+	var s linearizability.Scenario
+	if jerr := json.Unmarshal([]byte(m[1]), &s); jerr != nil || s.Control == nil || len(s.Control.Schedule) == 0 {
+		t.Fatalf("the replay flag does not hold a scenario with its schedule (%v):\n%v", jerr, err)
+	}
+	if s.Len() > 4 {
+		t.Errorf("minimized to %d operations, want at most 4:\n%v", s.Len(), err)
+	}
+	t.Logf("the failure:\n%v", err)
+	replay := flag.Lookup("budgettest.replay")
+	defer replay.Value.Set("")
+	replay.Value.Set(m[1])
+	failed := 0
+	for range *controlRuns {
+		if c.Check(t, budgettest.CheckLinearizable) != nil {
+			failed++
+		}
+	}
+	t.Logf("the replay failed in %d of %d runs", failed, *controlRuns)
+	if failed != *controlRuns {
+		t.Errorf("the replay failed in %d of %d runs, want every one", failed, *controlRuns)
+	}
 }
