@@ -34,87 +34,103 @@ var (
 	_ budget.Budget = (*FloatBucket)(nil)
 )
 
-func TestRWBucket(t *testing.T) {
-	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+func rwBucketSubject() budgettest.Subject[model.TokenBucketState] {
+	return budgettest.Subject[model.TokenBucketState]{
 		Name: "zoo.RWBucket", Model: plainBucket,
 		New: func(*testing.T, budget.Clock) budget.Budget {
 			m := plainBucket
 			return NewRWBucket(m.Capacity, m.TransientCost, m.ThrottledCost, m.SuccessBonus)
 		},
-	})
+	}
 }
 
-func TestCASBucket(t *testing.T) {
-	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+func TestRWBucket(t *testing.T) { budgettest.Run(t, rwBucketSubject()) }
+
+func casBucketSubject() budgettest.Subject[model.TokenBucketState] {
+	return budgettest.Subject[model.TokenBucketState]{
 		Name: "zoo.CASBucket", Model: plainBucket,
 		New: func(*testing.T, budget.Clock) budget.Budget {
 			m := plainBucket
 			return NewCASBucket(m.Capacity, m.TransientCost, m.ThrottledCost, m.SuccessBonus)
 		},
-	})
+	}
 }
 
-func TestRefillBucket(t *testing.T) {
-	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+func TestCASBucket(t *testing.T) { budgettest.Run(t, casBucketSubject()) }
+
+func refillBucketSubject() budgettest.Subject[model.TokenBucketState] {
+	return budgettest.Subject[model.TokenBucketState]{
 		Name: "zoo.RefillBucket", Model: refillModel,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget {
 			m := refillModel
 			return NewRefillBucket(m.Capacity, m.TransientCost, m.ThrottledCost, m.SuccessBonus, m.RefillPerSecond, c)
 		},
 		Scale: 1400 * time.Millisecond, Horizon: 3 * time.Second,
-	})
+	}
 }
 
-func TestRingRatio(t *testing.T) {
+func TestRefillBucket(t *testing.T) { budgettest.Run(t, refillBucketSubject()) }
+
+func ringRatioSubject() budgettest.Subject[model.RatioState] {
 	m := model.SRE()
-	budgettest.Run(t, budgettest.Subject[model.RatioState]{
+	return budgettest.Subject[model.RatioState]{
 		Name: "zoo.RingRatio", Model: m,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget {
 			return NewRingRatio(m.PPM, m.Window, m.Slots, m.Floor, c)
 		},
 		Scale: time.Second, Horizon: 20 * time.Second,
-	})
+	}
 }
 
-func TestActorThrottle(t *testing.T) {
-	budgettest.Run(t, budgettest.Subject[model.ThrottleState]{
+func TestRingRatio(t *testing.T) { budgettest.Run(t, ringRatioSubject()) }
+
+func actorThrottleSubject() budgettest.Subject[model.ThrottleState] {
+	return budgettest.Subject[model.ThrottleState]{
 		Name: "zoo.ActorThrottle", Model: throttleModel,
 		New: func(*testing.T, budget.Clock) budget.Budget {
 			return NewActorThrottle(throttleModel.Max, throttleModel.Ratio)
 		},
-	})
+	}
 }
 
-func TestSnapBucket(t *testing.T) {
-	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+func TestActorThrottle(t *testing.T) { budgettest.Run(t, actorThrottleSubject()) }
+
+func snapBucketSubject() budgettest.Subject[model.TokenBucketState] {
+	return budgettest.Subject[model.TokenBucketState]{
 		Name: "zoo.SnapBucket", Model: snapModel,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget {
 			return NewSnapBucket(snapModel, c)
 		},
 		Scale: 2 * time.Second, Horizon: 30 * time.Second,
-	})
+	}
 }
 
-func TestSeqlockBucket(t *testing.T) {
-	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+func TestSnapBucket(t *testing.T) { budgettest.Run(t, snapBucketSubject()) }
+
+func seqlockBucketSubject() budgettest.Subject[model.TokenBucketState] {
+	return budgettest.Subject[model.TokenBucketState]{
 		Name: "zoo.SeqlockBucket", Model: seqlockModel,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget {
 			m := seqlockModel
 			return NewSeqlockBucket(m.Capacity, m.TransientCost, m.ThrottledCost, m.SuccessBonus, m.RefillPerSecond, c)
 		},
 		Scale: 1250 * time.Millisecond, Horizon: 20 * time.Second,
-	})
+	}
 }
 
-func TestFloatBucket(t *testing.T) {
-	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+func TestSeqlockBucket(t *testing.T) { budgettest.Run(t, seqlockBucketSubject()) }
+
+func floatBucketSubject() budgettest.Subject[model.TokenBucketState] {
+	return budgettest.Subject[model.TokenBucketState]{
 		Name: "zoo.FloatBucket", Model: floatModel,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget {
 			return NewFloatBucket(25, 2.5, 0.75, 0.05, 1.25, c)
 		},
 		Scale: 600 * time.Millisecond, Horizon: 40 * time.Second,
-	})
+	}
 }
+
+func TestFloatBucket(t *testing.T) { budgettest.Run(t, floatBucketSubject()) }
 
 // FloatBucket and SeqlockBucket answer, and report balances, exactly as the
 // model does on long random sequences with clock steps far below and far
