@@ -1,0 +1,46 @@
+package yield_test
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/retrybudget/retrybudget/yield"
+)
+
+// The cost of a hook outside a controlled run, against the operation
+// alone, in one binary:
+//
+//	go test -run '^$' -bench Hook ./yield
+func BenchmarkHook(b *testing.B) {
+	var n atomic.Int64
+	b.Run("plain", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			n.Add(1)
+		}
+	})
+	b.Run("hooked", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			yield.P(&n).Add(1)
+		}
+	})
+}
+
+// The cost of a yield point inside a controlled run: two goroutines make
+// b.N/2 points each; PCT of depth 1 never switches, the random walk
+// switches at about half of them.
+func BenchmarkControlledPoint(b *testing.B) {
+	for _, st := range []yield.Strategy{yield.PCT(1), yield.Walk()} {
+		b.Run(st.String(), func(b *testing.B) {
+			var n atomic.Int64
+			f := func() {
+				for range b.N / 2 {
+					yield.P(&n).Add(1)
+				}
+			}
+			b.ResetTimer()
+			yield.Run(yield.Options{Seed: 1, Strategy: st}, f, f)
+		})
+	}
+}
