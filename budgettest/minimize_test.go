@@ -6,11 +6,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/budgettest"
 	"github.com/retrybudget/retrybudget/internal/mutants"
+	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 )
@@ -74,5 +76,25 @@ func TestLinearizableMinimizesADeterministicViolation(t *testing.T) {
 		if to > 3 || from <= to {
 			t.Errorf("Scenarios %d: minimized from %d to %d operations, want at most 3 (two retries and a success at most):\n%v", n, from, to, f)
 		}
+	}
+}
+
+// The Linearizable check runs every one of its scenarios: a budget that
+// goes wrong only from the fourth one it builds on (the check's probe
+// builds one) is caught in a later scenario, and the failure names it.
+func TestLinearizableRunsEveryScenario(t *testing.T) {
+	var built atomic.Int32
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "late", Model: bucket, Scenarios: 5,
+		New: func(_ *testing.T, c budget.Clock) budget.Budget {
+			if built.Add(1) >= 4 {
+				return generous{}
+			}
+			return seqcheck.NewTokenBucket(bucket)(c)
+		}}, budgettest.CheckLinearizable)
+	if err == nil {
+		t.Fatal("Linearizable passed a budget that grants everything from its fourth build on")
+	}
+	if strings.Contains(err.Error(), "scenario 1 failed") {
+		t.Fatalf("the failure names scenario 1, which ran on a correct budget:\n%v", err)
 	}
 }
