@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"go/types"
 	"strconv"
+	"strings"
 
 	"golang.org/x/tools/go/types/typeutil"
 )
@@ -26,6 +27,19 @@ const YieldPath = "github.com/retrybudget/retrybudget/yield"
 // absolute, as go/packages gives it: the compiler takes a relative one
 // relative to the directory of the rewritten file.
 func File(fset *token.FileSet, f *ast.File, src []byte, info *types.Info) ([]byte, int, error) {
+	return FileWith(fset, f, src, info, Options{})
+}
+
+// Options are the optional rules of [FileWith].
+type Options struct {
+	// Fields also puts a yield point at each read and write of a field of
+	// a struct type the file's package declares (see the package
+	// documentation), except in _test.go files.
+	Fields bool
+}
+
+// FileWith is [File] with the optional rules opt turns on.
+func FileWith(fset *token.FileSet, f *ast.File, src []byte, info *types.Info, opt Options) ([]byte, int, error) {
 	tf := fset.File(f.FileStart)
 	if tf == nil {
 		return nil, 0, fmt.Errorf("instrument: package %s: the file is not in the file set", f.Name.Name)
@@ -38,6 +52,7 @@ func File(fset *token.FileSet, f *ast.File, src []byte, info *types.Info) ([]byt
 		return nil, 0, nil
 	}
 	r := &rewriter{tf: tf, file: f, info: info, pkg: pkg, src: src}
+	r.fields = opt.Fields && !strings.HasSuffix(tf.Name(), "_test.go")
 	r.name = r.freeName("ryield")
 	r.walk()
 	if r.points == 0 {
@@ -97,6 +112,15 @@ type rewriter struct {
 	leave map[ast.Node]bool
 	// commaOK holds the receives of v, ok = <-ch forms, rewritten to Recv2.
 	commaOK map[*ast.UnaryExpr]bool
+
+	// fields turns on the rules of fields.go.
+	fields bool
+	// stack holds the ancestors of the node being visited, outermost
+	// first.
+	stack []ast.Node
+	// plain holds the statements of statement lists (blocks and case
+	// bodies), labels removed: a statement can go before them.
+	plain map[ast.Stmt]bool
 }
 
 // freeName returns base, or base followed by a number, that no identifier
@@ -138,14 +162,17 @@ func (r *rewriter) wrap(e ast.Node, before, after string, depth int) {
 func (r *rewriter) walk() {
 	r.leave = map[ast.Node]bool{}
 	r.commaOK = map[*ast.UnaryExpr]bool{}
+	r.plain = map[ast.Stmt]bool{}
 	depth := 0
 	ast.Inspect(r.file, func(n ast.Node) bool {
 		if n == nil {
 			depth--
+			r.stack = r.stack[:len(r.stack)-1]
 			return true
 		}
 		depth++
 		r.visit(n, depth)
+		r.stack = append(r.stack, n)
 		return true
 	})
 }
@@ -157,13 +184,27 @@ func (r *rewriter) visit(n ast.Node, depth int) {
 	case *ast.CommClause:
 		r.leaveComm(n.Comm)
 		r.selects(n.Body, depth)
+		r.markPlain(n.Body)
 	case *ast.CaseClause:
 		r.selects(n.Body, depth)
+		r.markPlain(n.Body)
 	case *ast.BlockStmt:
 		r.selects(n.List, depth)
+		r.markPlain(n.List)
 	case *ast.AssignStmt:
 		if len(n.Lhs) == 2 && len(n.Rhs) == 1 {
 			r.twoValueRecv(n.Rhs[0], r.info.TypeOf(n.Lhs[1]), isBlank(n.Lhs[1]))
+		}
+		if r.fields {
+			r.fieldWrite(n, depth)
+		}
+	case *ast.IncDecStmt:
+		if r.fields {
+			r.fieldWrite(n, depth)
+		}
+	case *ast.IndexExpr:
+		if r.fields {
+			r.fieldRead(n, depth)
 		}
 	case *ast.ValueSpec:
 		if len(n.Names) == 2 && len(n.Values) == 1 {
@@ -177,6 +218,9 @@ func (r *rewriter) visit(n ast.Node, depth int) {
 		r.atomicCall(n, depth)
 	case *ast.SelectorExpr:
 		r.method(n, depth)
+		if r.fields {
+			r.fieldRead(n, depth)
+		}
 	case *ast.SendStmt:
 		r.send(n, depth)
 	case *ast.UnaryExpr:

@@ -102,8 +102,14 @@ func check(t *testing.T, src string) (*token.FileSet, *ast.File, *types.Info) {
 // keeps every token of src on its line.
 func rewrite(t *testing.T, src string) (string, int) {
 	t.Helper()
+	return rewriteWith(t, src, Options{})
+}
+
+// rewriteWith is rewrite with FileWith and opt.
+func rewriteWith(t *testing.T, src string, opt Options) (string, int) {
+	t.Helper()
 	fset, f, info := check(t, src)
-	out, n, err := File(fset, f, []byte(src), info)
+	out, n, err := FileWith(fset, f, []byte(src), info, opt)
 	if err != nil {
 		t.Fatalf("File: %v", err)
 	}
@@ -114,16 +120,21 @@ func rewrite(t *testing.T, src string) (string, int) {
 		return "", 0
 	}
 	check(t, string(out))
-	checkLines(t, src, string(out))
+	replaced := []string{"<-"}
+	if opt.Fields {
+		replaced = append(replaced, "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "&^=")
+	}
+	checkLines(t, src, string(out), replaced...)
 	return string(out), n
 }
 
 // checkLines checks that out has the lines of src and one more, the
 // marker's, and that the tokens of each line of src are on the same line
-// of out, in order, save the arrows of the channel operations replaced;
-// and that, read with out's line directive, every line of out names
-// src's file and its own line.
-func checkLines(t *testing.T, src, out string) {
+// of out, in order, save the tokens replaced (the arrows of the channel
+// operations, the operators of the assignments Options.Fields spells
+// again); and that, read with out's line directive, every line of out
+// names src's file and its own line.
+func checkLines(t *testing.T, src, out string, replaced ...string) {
 	t.Helper()
 	if got, want := lineCount(out), lineCount(src)+1; got != want {
 		t.Errorf("the rewritten file has %d lines, want %d", got, want)
@@ -131,7 +142,7 @@ func checkLines(t *testing.T, src, out string) {
 	before, _ := tokenLines(src)
 	after, adjusted := tokenLines(out)
 	for line, toks := range before {
-		toks = slices.DeleteFunc(toks, func(s string) bool { return s == "<-" })
+		toks = slices.DeleteFunc(toks, func(s string) bool { return slices.Contains(replaced, s) })
 		if !isSubsequence(toks, after[line]) {
 			t.Errorf("line %d: tokens %q are not all on the line after the rewrite: %q", line, toks, after[line])
 		}

@@ -21,6 +21,10 @@ type Config struct {
 	Patterns []string // package patterns to rewrite, e.g. "./..."
 	Tags     []string // build tags (-tags), may be nil
 	Tests    bool     // also rewrite _test.go files of those packages
+	// Fields also puts a yield point before each read and write of a field
+	// of a struct type declared in a rewritten package, in the files of
+	// that package (not in _test.go files): see [Options].
+	Fields bool
 }
 
 // Result is an overlay ready for go test -overlay.
@@ -78,7 +82,7 @@ func Rewrite(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("instrument: %w", err)
 	}
-	res, err := write(dir, files)
+	res, err := write(dir, files, Options{Fields: cfg.Fields})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -147,10 +151,11 @@ func sources(pkgs []*packages.Package, skip map[string]bool) []source {
 	return list
 }
 
-// write rewrites files into dir, each directory's in a subdirectory of its
-// own under the file's own base name (the go command maps an overlay's
-// directory back to the original one), and writes the overlay.
-func write(dir string, files []source) (*Result, error) {
+// write rewrites files into dir with opt, each directory's in a
+// subdirectory of its own under the file's own base name (the go command
+// maps an overlay's directory back to the original one), and writes the
+// overlay.
+func write(dir string, files []source, opt Options) (*Result, error) {
 	res := &Result{Overlay: filepath.Join(dir, "overlay.json"), Dir: dir}
 	replace := map[string]string{}
 	subdirs := map[string]string{}
@@ -162,7 +167,7 @@ func write(dir string, files []source) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("instrument: %w", err)
 		}
-		out, n, err := File(s.pkg.Fset, s.file, src, s.pkg.TypesInfo)
+		out, n, err := FileWith(s.pkg.Fset, s.file, src, s.pkg.TypesInfo, opt)
 		if err != nil {
 			return nil, err
 		}

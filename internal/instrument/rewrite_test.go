@@ -112,6 +112,74 @@ func TestRewriteModule(t *testing.T) {
 	}
 }
 
+// TestRewriteModuleFields rewrites testdata/mod with Fields: naive.go, a
+// budget with no synchronization whose file nothing else rewrites, gets
+// yield points at its fields, and its test finds, under the controlled
+// scheduler, the overspend and the lost update that they expose; quota's
+// tests still pass with its fields instrumented; the _test.go files keep
+// their fields as they are.
+func TestRewriteModuleFields(t *testing.T) {
+	requireYield(t)
+	dir, err := filepath.Abs(filepath.Join("testdata", "mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOWORK", "off")
+	res, err := Rewrite(Config{Dir: dir, Patterns: []string{"./..."}, Tests: true, Fields: true})
+	if err != nil {
+		t.Fatalf("Rewrite: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(res.Dir) })
+
+	naive := filepath.Join(dir, "naive", "naive.go")
+	files := []string{naive, filepath.Join(dir, "quota", "quota.go"), filepath.Join(dir, "quota", "quota_test.go")}
+	if !slices.Equal(res.Files, files) {
+		t.Errorf("Rewrite().Files = %q, want %q", res.Files, files)
+	}
+	var overlay struct{ Replace map[string]string }
+	data, err := os.ReadFile(res.Overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &overlay); err != nil {
+		t.Fatalf("the overlay: %v", err)
+	}
+	before, err := os.ReadFile(naive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(overlay.Replace[naive])
+	if err != nil {
+		t.Fatalf("the rewritten naive.go: %v", err)
+	}
+	if got, want := bytes.Count(after, []byte("\n")), bytes.Count(before, []byte("\n"))+1; got != want {
+		t.Errorf("the rewritten naive.go has %d lines, want %d", got, want)
+	}
+	for _, line := range []string{
+		"\tc := ryield.P(n.cost)\n",
+		"\tif ryield.P(n.tokens) < c {\n",
+		"\tryield.Point(); n.tokens = ryield.P(n.tokens - c)\n",
+		"\tryield.Point(); n.tokens = ryield.P(n.tokens + 1)\n",
+		"func (n *Naive) Tokens() int64 { return ryield.P(n.tokens) }\n",
+	} {
+		if !bytes.Contains(after, []byte(line)) {
+			t.Errorf("the rewritten naive.go has no line %q:\n%s", line, after)
+		}
+	}
+
+	cmd := exec.Command("go", "test", "-overlay", res.Overlay, "-count=1", "-v", "./...")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go test -overlay: %v\n%s", err, out)
+	}
+	for _, test := range []string{"TestControlledRunsSplitTheReadAndTheWrite", "TestInstrumented", "TestConcurrentRetries", "TestPanicNamesTheOriginalLine"} {
+		if !bytes.Contains(out, []byte("--- PASS: "+test)) {
+			t.Errorf("go test -overlay did not pass %s:\n%s", test, out)
+		}
+	}
+}
+
 // TestRewriteLeavesPackageYield rewrites package yield, and the packages
 // of this module that do not use it, by pattern: the first is left alone,
 // and only files that synchronize are rewritten.

@@ -1,0 +1,572 @@
+package instrument
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"strings"
+	"testing"
+)
+
+// fieldsDecls are the declarations the cases of TestFileFields share,
+// after "package p" and their imports.
+const fieldsDecls = `
+type inner struct{ n int }
+
+func (*inner) method() {}
+
+type B struct {
+	tokens int64
+	other  int64
+	s      inner
+	p      *inner
+	next   *B
+	arr    [4]int64
+	m      map[string]int64
+	buf    []byte
+	err    error
+	f      func() int
+	fns    []func()
+	ch     chan int64
+	ok     bool
+}
+`
+
+func TestFileFields(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		imports string // after "package p"
+		src     string // after fieldsDecls
+		want    string // the rewritten src; "" if File changes nothing
+		points  int
+	}{
+		{
+			name: "Reads",
+			src: `
+func use(...any) {}
+
+func f(b *B, i int) int64 {
+	x := b.tokens
+	use(b.s.n, b.p.n, b.next.tokens, b.arr[i], b.m["k"], (b.other))
+	for range b.ch {
+	}
+	switch b.ok {
+	}
+	return x + b.tokens
+}
+`,
+			want: `
+func use(...any) {}
+
+func f(b *B, i int) int64 {
+	x := ryield.P(b.tokens)
+	use(ryield.P(b.s.n), ryield.P(b.p.n), ryield.P(b.next.tokens), ryield.P(b.arr[i]), ryield.P(b.m["k"]), (ryield.P(b.other)))
+	for range ryield.P(b.ch) {
+	}
+	switch ryield.P(b.ok) {
+	}
+	return x + ryield.P(b.tokens)
+}
+`,
+			points: 10,
+		},
+		{
+			name: "ReadsLeft",
+			imports: `
+import "unsafe"
+`,
+			src: `
+func f(b *B, i int) {
+	_ = &b.tokens
+	_ = &b.arr[i]
+	b.s.method()
+	b.p.method()
+	_ = b.s.method
+	_ = b.buf[:1]
+	_ = b.arr[1:]
+	_ = b.f()
+	b.fns[i]()
+	_ = map[int64]bool{b.tokens: true}
+	_ = B{tokens: 1}
+	_ = unsafe.Offsetof(b.tokens)
+	_ = unsafe.Sizeof(b.arr)
+	const n = len(b.arr)
+	var a [len(b.arr)]int
+	_ = a
+	defer b.get(b.tokens)()
+	go b.get(b.other)()
+	v, ok := b.m["k"]
+	var w, ok2 = b.m["k"]
+	v, ok = b.m["k"]
+	_, _, _, _ = v, ok, w, ok2
+}
+
+func (b *B) get(int64) func() { return func() {} }
+`,
+		},
+		{
+			name: "Writes",
+			src: `
+func f(b *B, x, c int64, s uint) {
+	b.tokens = x - c
+	b.tokens = b.other
+	b.tokens = b.tokens - c
+	b.tokens = 0
+	b.tokens = 1 << s
+	b.ok = x == c
+	b.s.n = int(x)
+	b.m["k"] = x
+	b.arr[1] = x
+	b.buf = nil
+}
+`,
+			want: `
+func f(b *B, x, c int64, s uint) {
+	ryield.Point(); b.tokens = ryield.P(x - c)
+	ryield.Point(); b.tokens = ryield.P(b.other)
+	ryield.Point(); b.tokens = ryield.P(ryield.P(b.tokens) - c)
+	ryield.Point(); b.tokens = ryield.P[int64](0)
+	ryield.Point(); b.tokens = ryield.P[int64](1 << s)
+	ryield.Point(); b.ok = ryield.P[bool](x == c)
+	ryield.Point(); b.s.n = ryield.P(int(x))
+	ryield.Point(); b.m["k"] = ryield.P(x)
+	ryield.Point(); b.arr[1] = ryield.P(x)
+	ryield.Point(); b.buf = ryield.P[[]byte](nil)
+}
+`,
+			points: 21,
+		},
+		{
+			name: "AssignmentOperationsSpelledAgain",
+			src: `
+func f(b *B, c, d int64) {
+	b.tokens -= c
+	b.tokens++
+	b.tokens--
+	b.tokens += c - d
+	b.tokens <<= 1
+	b.s.n *= 2
+	b.p.n++
+	b.next.next.tokens -= b.other
+	(b.tokens) += -c
+	b.tokens -= /* cost */ c
+	b.tokens-=-c
+	b.tokens -=
+		c
+}
+`,
+			want: `
+func f(b *B, c, d int64) {
+	ryield.Point(); b.tokens = ryield.P(b.tokens - c)
+	ryield.Point(); b.tokens = ryield.P(b.tokens + 1)
+	ryield.Point(); b.tokens = ryield.P(b.tokens - 1)
+	ryield.Point(); b.tokens = ryield.P(b.tokens + (c - d))
+	ryield.Point(); b.tokens = ryield.P(b.tokens << 1)
+	ryield.Point(); b.s.n = ryield.P(b.s.n * 2)
+	ryield.Point(); b.p.n = ryield.P(b.p.n + 1)
+	ryield.Point(); b.next.next.tokens = ryield.P(b.next.next.tokens - ryield.P(b.other))
+	ryield.Point(); (b.tokens) = ryield.P((b.tokens) + -c)
+	ryield.Point(); b.tokens = ryield.P(b.tokens - /* cost */ c)
+	ryield.Point(); b.tokens= ryield.P(b.tokens - -c)
+	ryield.Point(); b.tokens = ryield.P(b.tokens -
+		c)
+}
+`,
+			points: 25,
+		},
+		{
+			name: "AssignmentOperationsWithSideEffectsOnlyPointed",
+			src: `
+func get(b *B) *B { return b }
+
+func f(b *B, bs []B, i int, c int64) {
+	b.arr[i]++
+	b.m["k"] -= c
+	get(b).tokens++
+	bs[i].tokens -= c
+	(*b).tokens++
+}
+`,
+			want: `
+func get(b *B) *B { return b }
+
+func f(b *B, bs []B, i int, c int64) {
+	ryield.Point(); b.arr[i]++
+	ryield.Point(); b.m["k"] -= c
+	ryield.Point(); get(b).tokens++
+	ryield.Point(); bs[i].tokens -= c
+	ryield.Point(); (*b).tokens++
+}
+`,
+			points: 5,
+		},
+		{
+			name: "InitAndPostStatementsLeft",
+			src: `
+func f(b *B, ch chan int64) {
+	if b.tokens = 3; b.tokens > 0 {
+	}
+	for b.other = b.tokens; b.other > 0; b.other-- {
+	}
+	switch b.tokens++; {
+	}
+	for b.tokens = range 3 {
+	}
+	select {
+	case b.tokens = <-ch:
+	}
+}
+`,
+			want: `
+func f(b *B, ch chan int64) {
+	if b.tokens = 3; ryield.P(b.tokens) > 0 {
+	}
+	for b.other = ryield.P(b.tokens); ryield.P(b.other) > 0; b.other-- {
+	}
+	switch b.tokens++; {
+	}
+	for b.tokens = range 3 {
+	}
+	ryield.Point(); select {
+	case b.tokens = <-ch:
+	}
+}
+`,
+			points: 4,
+		},
+		{
+			name: "MultipleAssignmentsOnlyPointed",
+			src: `
+func two() (int64, int64) { return 0, 0 }
+
+func f(a *B, x int64) {
+	a.tokens, a.other = a.other, a.tokens
+	a.tokens, x = two()
+	a.s.n, x = 1, 2
+	var ok bool
+	a.tokens, ok = a.m["k"]
+	_, _ = x, ok
+}
+`,
+			want: `
+func two() (int64, int64) { return 0, 0 }
+
+func f(a *B, x int64) {
+	ryield.Point(); a.tokens, a.other = ryield.P(a.other), ryield.P(a.tokens)
+	ryield.Point(); a.tokens, x = two()
+	ryield.Point(); a.s.n, x = 1, 2
+	var ok bool
+	ryield.Point(); a.tokens, ok = a.m["k"]
+	_, _ = x, ok
+}
+`,
+			points: 6,
+		},
+		{
+			name: "InterfaceFieldGetsTypeArgument",
+			imports: `
+import "errors"
+`,
+			src: `
+type myErr struct{}
+
+func (*myErr) Error() string { return "" }
+
+func f(b *B) {
+	b.err = errors.New("x")
+	b.err = &myErr{}
+	b.err = nil
+}
+
+func shadowed(b *B) {
+	type error = int
+	b.err = &myErr{}
+}
+`,
+			want: `
+type myErr struct{}
+
+func (*myErr) Error() string { return "" }
+
+func f(b *B) {
+	ryield.Point(); b.err = ryield.P(errors.New("x"))
+	ryield.Point(); b.err = ryield.P[error](&myErr{})
+	ryield.Point(); b.err = ryield.P[error](nil)
+}
+
+func shadowed(b *B) {
+	type error = int
+	ryield.Point(); b.err = &myErr{}
+}
+`,
+			points: 7,
+		},
+		{
+			name: "Generic",
+			src: `
+type box[T any] struct{ v T }
+
+func id[T any](x T) T { return x }
+
+type funcs struct{ f func(int) int }
+
+func set[T any](b *box[T], x T) T {
+	b.v = x
+	return b.v
+}
+
+func f(fs *funcs) {
+	fs.f = id
+	fs.f = id[int]
+}
+`,
+			want: `
+type box[T any] struct{ v T }
+
+func id[T any](x T) T { return x }
+
+type funcs struct{ f func(int) int }
+
+func set[T any](b *box[T], x T) T {
+	ryield.Point(); b.v = ryield.P(x)
+	return ryield.P(b.v)
+}
+
+func f(fs *funcs) {
+	ryield.Point(); fs.f = ryield.P[func(int) int](id)
+	ryield.Point(); fs.f = ryield.P[func(int) int](id[int])
+}
+`,
+			points: 7,
+		},
+		{
+			name: "LabelsAndCases",
+			src: `
+func f(b *B, k int, ch chan int) {
+L:
+	b.tokens++
+	switch k {
+	case 1:
+		b.tokens = 1
+		goto L
+	}
+	select {
+	case <-ch:
+		b.other--
+	}
+}
+`,
+			want: `
+func f(b *B, k int, ch chan int) {
+L:
+	ryield.Point(); b.tokens = ryield.P(b.tokens + 1)
+	switch k {
+	case 1:
+		ryield.Point(); b.tokens = ryield.P[int64](1)
+		goto L
+	}
+	ryield.Point(); select {
+	case <-ch:
+		ryield.Point(); b.other = ryield.P(b.other - 1)
+	}
+}
+`,
+			points: 7,
+		},
+		{
+			name: "Nested",
+			imports: `
+import (
+	"sync"
+	"sync/atomic"
+)
+`,
+			src: `
+type counted struct {
+	mu    sync.Mutex
+	pmu   *sync.Mutex
+	hits  atomic.Int64
+	raw   int64
+	total int64
+	ch    chan int64
+}
+
+func f(c *counted) {
+	c.mu.Lock()
+	c.total = <-c.ch
+	c.total += <-c.ch
+	c.ch <- c.total
+	c.total = atomic.AddInt64(&c.raw, c.total)
+	c.hits.Store(c.total)
+	mu := c.pmu
+	mu.Unlock()
+}
+`,
+			want: `
+type counted struct {
+	mu    sync.Mutex
+	pmu   *sync.Mutex
+	hits  atomic.Int64
+	raw   int64
+	total int64
+	ch    chan int64
+}
+
+func f(c *counted) {
+	ryield.M(&c.mu).Lock()
+	ryield.Point(); c.total = ryield.P(ryield.Recv(ryield.P(c.ch)))
+	ryield.Point(); c.total = ryield.P(c.total + ryield.Recv(ryield.P(c.ch)))
+	ryield.Send(ryield.P(c.ch), ryield.P(c.total))
+	ryield.Point(); c.total = ryield.P(atomic.AddInt64(ryield.P(&c.raw), ryield.P(c.total)))
+	ryield.P(&c.hits).Store(ryield.P(c.total))
+	mu := c.pmu
+	ryield.M(mu).Unlock()
+}
+`,
+			points: 19,
+		},
+		{
+			name: "PackageVariables",
+			src: `
+var count int64
+
+var global B
+
+func f() {
+	count++
+	global.tokens++
+	_ = count + global.other
+}
+`,
+			want: `
+var count int64
+
+var global B
+
+func f() {
+	count++
+	ryield.Point(); global.tokens = ryield.P(global.tokens + 1)
+	_ = count + ryield.P(global.other)
+}
+`,
+			points: 3,
+		},
+		{
+			name: "OtherPackagesFieldsLeft",
+			imports: `
+import "image"
+`,
+			src: `
+type rect struct {
+	min image.Point
+	max *image.Point
+}
+
+func f(p *image.Point, r image.Rectangle) int {
+	p.X++
+	p.Y = r.Min.X
+	return p.X + r.Max.Y
+}
+
+func g(r *rect) int {
+	r.min.X++
+	r.max.Y = 1
+	return r.min.Y + r.max.X
+}
+`,
+			want: `
+type rect struct {
+	min image.Point
+	max *image.Point
+}
+
+func f(p *image.Point, r image.Rectangle) int {
+	p.X++
+	p.Y = r.Min.X
+	return p.X + r.Max.Y
+}
+
+func g(r *rect) int {
+	ryield.Point(); r.min.X = ryield.P(r.min.X + 1)
+	ryield.Point(); r.max.Y = ryield.P[int](1)
+	return ryield.P(r.min.Y) + ryield.P(r.max.X)
+}
+`,
+			points: 6,
+		},
+		{
+			name: "FuncLiterals",
+			src: `
+func f(b *B) {
+	go func() {
+		b.tokens--
+	}()
+	defer func() { _ = b.tokens }()
+	b.f = func() int { return int(b.other) }
+}
+`,
+			want: `
+func f(b *B) {
+	go func() {
+		ryield.Point(); b.tokens = ryield.P(b.tokens - 1)
+	}()
+	defer func() { _ = ryield.P(b.tokens) }()
+	ryield.Point(); b.f = ryield.P(func() int { return int(ryield.P(b.other)) })
+}
+`,
+			points: 6,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := "package p\n" + tc.imports + fieldsDecls
+			got, n := rewriteWith(t, prefix+tc.src, Options{Fields: true})
+			want := ""
+			if tc.want != "" {
+				want = header + strings.TrimPrefix(prefix, "package p") + tc.want + footer
+			}
+			if got != want {
+				t.Errorf("FileWith() =\n%s\nwant\n%s", got, want)
+			}
+			if n != tc.points {
+				t.Errorf("FileWith() inserted %d points, want %d", n, tc.points)
+			}
+			// Without Fields, none of it is rewritten but the
+			// synchronization.
+			if plain, _ := rewrite(t, prefix+tc.src); strings.Contains(plain, "ryield.P(b.") || strings.Contains(plain, "ryield.Point(); b.") {
+				t.Errorf("File() without Fields rewrote fields:\n%s", plain)
+			}
+		})
+	}
+}
+
+// A _test.go file's fields are the test's, not the budget's: Fields
+// leaves them, and rewrites the rest.
+func TestFileFieldsLeavesTestFiles(t *testing.T) {
+	const src = "package p\n\ntype B struct{ n int }\n\nfunc f(b *B, ch chan int) {\n\tb.n++\n\t<-ch\n}\n"
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "/src/p/p_test.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := &types.Info{
+		Types:      map[ast.Expr]types.TypeAndValue{},
+		Defs:       map[*ast.Ident]types.Object{},
+		Uses:       map[*ast.Ident]types.Object{},
+		Implicits:  map[ast.Node]types.Object{},
+		Selections: map[*ast.SelectorExpr]*types.Selection{},
+		Scopes:     map[ast.Node]*types.Scope{},
+	}
+	if _, err := (&types.Config{Importer: testImporter}).Check("example.com/p", fset, []*ast.File{f}, info); err != nil {
+		t.Fatal(err)
+	}
+	out, n, err := FileWith(fset, f, []byte(src), info, Options{Fields: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "/*line /src/p/p_test.go:1:1*/package p; import ryield \"github.com/retrybudget/retrybudget/yield\"\n\n" +
+		"type B struct{ n int }\n\nfunc f(b *B, ch chan int) {\n\tb.n++\n\tryield.Recv(ch)\n}\n" + footer
+	if string(out) != want || n != 1 {
+		t.Errorf("FileWith(p_test.go) = %d points,\n%s\nwant 1,\n%s", n, out, want)
+	}
+}
