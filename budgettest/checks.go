@@ -264,6 +264,11 @@ func minimizeTries(n int) int {
 	return max(20, 4000/max(n, 1))
 }
 
+// smallWitness is the size of a minimized violation small enough that the
+// minimizer does not try again from the whole scenario: two or three
+// overlapping calls and one to set the state up.
+const smallWitness = 4
+
 // minimizeSchedules is how many schedules a smaller scenario of n
 // operations gets under control while minimizing: the same ones every
 // time, many for a small scenario, whose runs are quick and whose bad
@@ -346,6 +351,9 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 	}
 	best.Control = s.Control
 	for i, start := range starts {
+		if i > 0 && best.Len() <= smallWitness {
+			break
+		}
 		left := minimizeBudget(minimizeWithin, elapsed())
 		if i < len(starts)-1 {
 			left /= 2

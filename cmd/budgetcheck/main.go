@@ -14,7 +14,10 @@
 // It prints what go test prints (-json included) and exits with its
 // status. The packages named are rewritten, their _test.go files too;
 // -instrument adds others, comma-separated (the module of the budget you
-// test, say, if it is not the one you run from). Flags go test does not
+// test, say, if it is not the one you run from). Reads and writes of the
+// fields of struct types those packages declare are yield points too, so
+// that a budget with no synchronization at all is preempted between a
+// read and its write; -fields=false leaves them out. Flags go test does not
 // know, such as -budgettest.seed and -budgettest.schedules, reach the test
 // binaries as usual.
 //
@@ -30,11 +33,13 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/retrybudget/retrybudget/internal/instrument"
@@ -59,6 +64,7 @@ type invocation struct {
 	packages []string // the package patterns
 	extra    []string // -instrument patterns
 	tags     []string // -tags
+	noFields bool     // -fields=false
 }
 
 // valueFlags are the flags of go test and go build that take a value, so
@@ -93,6 +99,13 @@ func parse(args []string) (invocation, error) {
 			value = args[i]
 		}
 		switch name {
+		case "fields":
+			on, err := strconv.ParseBool(cmp.Or(value, "true"))
+			if err != nil {
+				return inv, fmt.Errorf("-fields=%s: %v", value, err)
+			}
+			inv.noFields = !on
+			continue
 		case "instrument":
 			for p := range strings.SplitSeq(value, ",") {
 				if p = strings.TrimSpace(p); p != "" {
@@ -125,7 +138,7 @@ func run(inv invocation) int {
 	if len(inv.packages) == 0 {
 		patterns = append(patterns, ".")
 	}
-	res, err := instrument.Rewrite(instrument.Config{Patterns: patterns, Tags: inv.tags, Tests: true})
+	res, err := instrument.Rewrite(instrument.Config{Patterns: patterns, Tags: inv.tags, Tests: true, Fields: !inv.noFields})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
 		return 2

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -33,8 +32,9 @@ func concurrencyCases() []Case {
 
 // TestControlledCatchRates measures, for every concurrency bug, in how
 // many of -control.runs runs of the Linearizable check it is caught, each
-// run from its own seed base, and the median time a catching run took;
-// it fails if one escapes a run.
+// run from its own seed base, and the median times a catching run took to
+// find the violation and, with minimizing it, in all; it fails if one
+// escapes a run.
 // Run it through the command, so that the budgets are instrumented:
 //
 //	go run ./cmd/budgetcheck -run TestControlledCatchRates -control.runs=100 ./internal/wild -instrument ./internal/mutants
@@ -52,31 +52,42 @@ func TestControlledCatchRates(t *testing.T) {
 	cases := concurrencyCases()
 	for _, c := range cases {
 		caught := 0
-		var took []time.Duration
+		var took, found []time.Duration
 		for i := range *controlRuns {
 			seed.Value.Set(fmt.Sprint(i + 1))
 			start := time.Now()
 			t.Run(fmt.Sprintf("%s/%d", c.Name, i+1), func(t *testing.T) {
 				if err := c.Check(t, budgettest.CheckLinearizable); err != nil {
 					caught++
-					took = append(took, time.Since(start))
+					d := time.Since(start)
+					took = append(took, d)
+					// The time to the violation, before minimizing it.
+					if m := minimizedRE.FindStringSubmatch(err.Error()); m != nil {
+						if spent, perr := time.ParseDuration(m[1]); perr == nil {
+							found = append(found, d-spent)
+						}
+					}
 				}
 			})
 		}
-		sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-		median := time.Duration(0)
-		if len(took) > 0 {
-			median = took[len(took)/2]
+		median := func(ds []time.Duration) time.Duration {
+			if len(ds) == 0 {
+				return 0
+			}
+			slices.Sort(ds)
+			return ds[len(ds)/2].Round(time.Millisecond)
 		}
 		if caught == *controlRuns {
 			all++
 		} else {
 			t.Errorf("%s: caught in %d of %d runs under control", c.Name, caught, *controlRuns)
 		}
-		fmt.Fprintf(&b, "  %-28s caught %3d/%d  median %v\n", c.Name, caught, *controlRuns, median.Round(time.Millisecond))
+		fmt.Fprintf(&b, "  %-28s caught %3d/%d  median %v to the violation, %v with minimizing\n", c.Name, caught, *controlRuns, median(found), median(took))
 	}
 	t.Logf("caught in every run: %d of %d\n%s", all, len(cases), b.String())
 }
+
+var minimizedRE = regexp.MustCompile(`minimized from \d+ to \d+ operations in (\S+):`)
 
 var replayRE = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
 
