@@ -31,6 +31,19 @@ func credit(m model.TokenBucket, k budget.Kind) int64 {
 	return m.SuccessBonus
 }
 
+// refund credits a success to tokens, up to the capacity, in a
+// compare-and-swap loop.
+func refund(tokens *atomic.Int64, m model.TokenBucket, k budget.Kind) {
+	c := credit(m, k)
+	for {
+		t := yield.P(tokens).Load()
+		n := min(t+c, m.Capacity)
+		if n == t || yield.P(tokens).CompareAndSwap(t, n) {
+			return
+		}
+	}
+}
+
 // CheckThenAct loads the balance, compares, then adds: two retries that
 // both load a balance covering one are both granted.
 type CheckThenAct struct {
@@ -59,16 +72,7 @@ func (b *CheckThenAct) Retry(k budget.Kind) bool {
 	return true
 }
 
-func (b *CheckThenAct) Success(k budget.Kind) {
-	c := credit(b.m, k)
-	for {
-		t := yield.P(&b.tokens).Load()
-		n := min(t+c, b.m.Capacity)
-		if n == t || yield.P(&b.tokens).CompareAndSwap(t, n) {
-			return
-		}
-	}
-}
+func (b *CheckThenAct) Success(k budget.Kind) { refund(&b.tokens, b.m, k) }
 
 // CAS is the correct version: every update is one compare-and-swap.
 type CAS struct {
@@ -101,16 +105,7 @@ func (b *CAS) Retry(k budget.Kind) bool {
 	}
 }
 
-func (b *CAS) Success(k budget.Kind) {
-	c := credit(b.m, k)
-	for {
-		t := yield.P(&b.tokens).Load()
-		n := min(t+c, b.m.Capacity)
-		if n == t || yield.P(&b.tokens).CompareAndSwap(t, n) {
-			return
-		}
-	}
-}
+func (b *CAS) Success(k budget.Kind) { refund(&b.tokens, b.m, k) }
 
 // Locked is the correct version behind a mutex, with the balance read and
 // written in two steps inside it.
