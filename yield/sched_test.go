@@ -173,3 +173,61 @@ func TestParseOptionsRejectsBadInput(t *testing.T) {
 		t.Errorf("ParseOptions(%q) = %v, %v", o.String(), got, err)
 	}
 }
+
+// A schedule that names a goroutine which cannot run (here, one that has
+// returned) is not followed there, and the report says the run diverged.
+func TestReplayDivergesOnOtherCode(t *testing.T) {
+	short := func() { yield.Point() }
+	long := func() {
+		for range 5 {
+			yield.Point()
+		}
+	}
+	rep := yield.Run(yield.Options{Seed: 1, Schedule: []int{0, 0, 0, 0, 0, 0, 0, 0}}, short, long)
+	if !rep.Diverged {
+		t.Errorf("%v: want a divergence", rep)
+	}
+	same := yield.Run(yield.Options{Seed: 1, Strategy: yield.Walk()}, short, long)
+	again := yield.Run(same.Options, short, long)
+	if again.Diverged || !slices.Equal(again.Options.Schedule, same.Options.Schedule) {
+		t.Errorf("replaying %v gave %v", same, again)
+	}
+}
+
+// Without change points PCT runs the goroutine of highest priority to its
+// end: one switch, whatever the number of yield points.
+func TestPCTOfDepthOneNeverPreempts(t *testing.T) {
+	f := func() {
+		for range 20 {
+			yield.Point()
+		}
+	}
+	for seed := range uint64(10) {
+		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.PCT(1)}, f, f, f)
+		switches := 0
+		for i := 1; i < len(rep.Options.Schedule); i++ {
+			if rep.Options.Schedule[i] != rep.Options.Schedule[i-1] {
+				switches++
+			}
+		}
+		if switches != 2 {
+			t.Errorf("seed %d: %d switches in %v, want 2", seed, switches, rep)
+		}
+	}
+}
+
+// A sleep inside Outside does not make the run fall back, though no yield
+// point is reached meanwhile.
+func TestOutsideIsNotAStall(t *testing.T) {
+	rep := yield.Run(yield.Options{Seed: 1, Stall: 40 * time.Millisecond},
+		func() { yield.Outside(func() { time.Sleep(200 * time.Millisecond) }) }, func() { yield.Point() })
+	if rep.Free {
+		t.Errorf("%v: fell back during Outside", rep)
+	}
+}
+
+func TestRunOfNothing(t *testing.T) {
+	if rep := yield.Run(yield.Options{}); rep.Free || len(rep.Options.Schedule) != 0 {
+		t.Errorf("Run() = %v", rep)
+	}
+}
