@@ -95,10 +95,16 @@ func Checks() []Check {
 //     checked against the model with porcupine. A violation is narrowed to
 //     the operations around it, minimized, explained, and saved as HTML and
 //     JSON under t.ArtifactDir(). A search that times out fails as
-//     inconclusive, never passes.
+//     inconclusive, never passes. When the code is instrumented (run
+//     through cmd/budgetcheck), every scenario also runs under
+//     -budgettest.schedules controlled schedules (package yield), the
+//     violation is minimized on fixed schedules, and the failure prints
+//     the -budgettest.replay flag that replays it exactly.
 //   - Race: 64 goroutines call the budget at once, with GOMAXPROCS raised to
 //     at least 8. Only the race detector sees what goes wrong here: run go
 //     test -race. Without it the check finds only panics and deadlocks.
+//     It always runs freely: under control every switch between
+//     goroutines is a synchronization, and the detector would see none.
 //   - Invariant: for any model, two burst runs: many goroutines make the
 //     same call at once, and since every order of identical calls is the
 //     same sequence, the budget must grant exactly what the model grants
