@@ -3,12 +3,16 @@ package zoo
 import (
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budgettest"
 	"github.com/retrybudget/retrybudget/yield"
 )
+
+var controlOnly = flag.String("control.only", "", "comma-separated zoo budgets (RWBucket, ...) TestControlledPasses runs; empty: all")
 
 var controlRuns = flag.Int("control.runs", 0, "how many runs, each with a fresh -budgettest.seed, TestControlledPasses makes of the Linearizable check on every zoo budget (0: skipped; needs the code instrumented by cmd/budgetcheck)")
 
@@ -39,6 +43,9 @@ func TestControlledPasses(t *testing.T) {
 		"SeqlockBucket": checkOf(seqlockBucketSubject()), "FloatBucket": checkOf(floatBucketSubject()),
 	}
 	for _, name := range []string{"RWBucket", "CASBucket", "RefillBucket", "RingRatio", "ActorThrottle", "SnapBucket", "SeqlockBucket", "FloatBucket"} {
+		if *controlOnly != "" && !slices.Contains(strings.Split(*controlOnly, ","), name) {
+			continue
+		}
 		passed, start := 0, time.Now()
 		for i := range *controlRuns {
 			seed.Value.Set(fmt.Sprint(i + 1))
