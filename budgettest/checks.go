@@ -191,10 +191,13 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 	var seed uint64
 	var free int
 	err = sub.harness(t).Guard("the linearizability check", func() error {
+		if replay != nil {
+			n = 1 // the replayed scenario, in place of scenario 1
+		}
 		for seed = 1; seed <= uint64(n); seed++ {
 			s := sub.scenario(seed)
 			if replay != nil {
-				s, seed, n = *replay, 0, 0
+				s = *replay
 			}
 			res, s, err := sub.explore(t, s, seed, true, *schedulesFlag, &free)
 			if err != nil {
@@ -291,8 +294,7 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 	// Under control a smaller scenario is tried on the same schedules
 	// every time, so minimizing is deterministic: the scenario that fails,
 	// with the schedule that makes it fail, is kept.
-	var last *yield.Options // the schedule of the last failing run
-	var lastSet bool
+	var last *yield.Options // the schedule of the last failing run, under control
 	fails := func(c linearizability.Scenario) (linearizability.Result[S], bool) {
 		if !controlled() {
 			r, _, err := sub.trial(t, c)
@@ -301,7 +303,7 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 		var free int
 		r, w, err := sub.explore(t, c, 0, false, minimizeSchedules(c.Len()), &free)
 		if err == nil && r.Verdict == linearizability.Violation {
-			last, lastSet = w.Control, true
+			last = w.Control
 			return r, true
 		}
 		return r, false
@@ -329,16 +331,13 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 	// minimizeFrom minimizes from start, and returns the smallest failing
 	// scenario with its witness and, under control, its schedule.
 	minimizeFrom := func(start linearizability.Scenario, within time.Duration) (linearizability.Scenario, linearizability.Result[S], bool) {
-		lastSet = false
+		last = nil
 		rep := linearizability.Minimize(start, tries(start.Len()), within, fails)
 		if rep.Witness.Verdict != linearizability.Violation {
 			return start, rep.Witness, false
 		}
 		to := rep.To
-		to.Control = nil
-		if lastSet {
-			to.Control = last
-		}
+		to.Control = last
 		return to, rep.Witness, true
 	}
 	starts := []linearizability.Scenario{best}

@@ -162,7 +162,7 @@ func ParseOptions(s string) (Options, error) {
 				g, c, ok := strings.Cut(run, "*")
 				gi, err1 := strconv.Atoi(g)
 				ci, err2 := strconv.Atoi(c)
-				if !ok || err1 != nil || err2 != nil || gi < 0 || gi > maxGoroutines || ci < 1 || ci > 1<<24 {
+				if !ok || err1 != nil || err2 != nil || gi < 0 || gi >= maxGoroutines || ci < 1 || ci > 1<<24 {
 					return bad("schedule run %q is not goroutine*count", run)
 				}
 				o.Schedule = append(o.Schedule, slices.Repeat([]int{gi}, ci)...)
