@@ -25,21 +25,30 @@
 // [Options.Schedule] replays the run choice by choice.
 //
 // Blocking is modelled: a goroutine that would block on an instrumented
-// mutex, or on a channel operation, passes the baton instead, and runs
-// again once the mutex is released or another channel operation completes.
+// mutex, a channel operation, a select without a ready case, or a Do of a
+// sync.Once that another goroutine is inside, passes the baton instead,
+// and runs again once the mutex is released, another channel operation
+// completes or the Do returns. A send and a receive on an unbuffered
+// channel, both by goroutines under control, meet in the scheduler.
+//
+// The goroutines the code under control starts with a go statement (a
+// budget's refill loop, started by its constructor inside the run) are
+// scheduled too, through [Go], until every function given to [Run] has
+// returned; then they run freely.
 //
 // # What is not under control
 //
-// Only the goroutines passed to [Run] are scheduled. Goroutines they start,
-// and those a budget starts itself (a refill loop), run freely, and their
-// hooks pass straight through; a goroutine under control waiting for one
-// of them is polled. Code that is not rewritten (other modules unless
-// named, the standard library's internals, the runtime, assembly) has no
-// yield points. When the goroutine holding the baton blocks outside
-// instrumented code (on the network, a syscall, an uninstrumented lock),
-// or when every goroutine under control has waited for [Options.Stall],
-// the run falls back to free running: every goroutine is released, and
-// the [Report] says so and why.
+// Goroutines started outside a controlled run, or by code that is not
+// rewritten, run freely, and their hooks pass straight through; a
+// goroutine under control waiting for one of them is polled. Code that is
+// not rewritten (other modules unless named, the standard library's
+// internals, the runtime, assembly) has no yield points, and neither have
+// sync.WaitGroup, sync.Cond, timers and tickers: a goroutine under control
+// waiting on them is polled. When the goroutine holding the baton blocks
+// outside instrumented code (on the network, a syscall, an uninstrumented
+// lock), or when every goroutine under control has waited for
+// [Options.Stall], the run falls back to free running: every goroutine is
+// released, and the [Report] says so and why.
 //
 // A controlled pass proves only what it explored: no violation in the
 // schedules that were run.

@@ -109,22 +109,15 @@ func (m RWMutex) RLocker() sync.Locker { return m.m.RLocker() }
 
 // Send is the rewrite of the statement ch <- v. In a controlled run, a send
 // that cannot complete passes the baton until another channel operation
-// completes.
+// completes (see [Select]).
 func Send[T any](ch chan<- T, v T) {
-	r := active.Load()
-	if r == nil {
-		ch <- v
-		return
-	}
-	r.acquire(func() bool {
-		select {
-		case ch <- v:
-			return true
-		default:
-			return false
+	if r := active.Load(); r != nil && !r.free.Load() {
+		if g := r.self(); g != nil {
+			r.choose1(g, false, []Case{S(ch, v)})
+			return
 		}
-	}, func() { ch <- v })
-	r.released()
+	}
+	ch <- v
 }
 
 // Recv is the rewrite of the expression <-ch.
@@ -135,19 +128,13 @@ func Recv[T any](ch <-chan T) T {
 
 // Recv2 is the rewrite of v, ok := <-ch.
 func Recv2[T any](ch <-chan T) (v T, ok bool) {
-	r := active.Load()
-	if r == nil {
-		v, ok = <-ch
-		return v, ok
-	}
-	r.acquire(func() bool {
-		select {
-		case v, ok = <-ch:
-			return true
-		default:
-			return false
+	if r := active.Load(); r != nil && !r.free.Load() {
+		if g := r.self(); g != nil {
+			c := R(ch)
+			r.choose1(g, false, []Case{c})
+			return c.V, c.OK
 		}
-	}, func() { v, ok = <-ch })
-	r.released()
+	}
+	v, ok = <-ch
 	return v, ok
 }

@@ -217,6 +217,8 @@ type gor struct {
 	baton chan struct{} // the right to run, handed over by whoever held it
 	st    state
 	prio  int
+	child bool          // started by Go during the run
+	goid  atomic.Uint64 // a child's goroutine id
 }
 
 type run struct {
@@ -235,10 +237,20 @@ type run struct {
 	sig atomic.Pointer[[3]uintptr]
 	cur atomic.Pointer[gor] // the goroutine holding the baton
 
-	mu        sync.Mutex
-	rng       *rand.Rand
-	changes   []int // PCT's change points, in steps
-	low       int   // the priority the next change point gives
+	// initial is the number of Run's functions, and left the number of
+	// them that have not returned.
+	initial, left int
+
+	mu  sync.Mutex
+	rng *rand.Rand
+	// selRng orders the cases a select tries. It is apart from rng, which
+	// a replay does not draw from at the choices it is given.
+	selRng *rand.Rand
+	// onces holds the Onces whose Do a goroutine under control is in.
+	onces     map[*sync.Once]*gor
+	waiters   []*waiter // in the order they began to wait
+	changes   []int     // PCT's change points, in steps
+	low       int       // the priority the next change point gives
 	schedule  []int
 	diverged  bool
 	reason    string
@@ -272,7 +284,8 @@ func Run(opt Options, fs ...func()) Report {
 	var wg, registered sync.WaitGroup
 	registered.Add(len(fs))
 	for i, f := range fs {
-		wg.Go(func() { r.enter(r.gs[i], &registered, f) })
+		gi := r.gs[i]
+		wg.Go(func() { r.enter(gi, &registered, f) })
 	}
 	registered.Wait()
 	stop := make(chan struct{})
@@ -308,11 +321,19 @@ func (r *run) enter(g *gor, registered *sync.WaitGroup, f func()) {
 }
 
 func newRun(opt Options, n int) *run {
-	r := &run{opt: opt, release: make(chan struct{}), rng: rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15))}
+	r := &run{
+		opt:     opt,
+		release: make(chan struct{}),
+		rng:     rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15)),
+		selRng:  rand.New(rand.NewPCG(opt.Seed, 0x2545f4914f6cdd1d)),
+		onces:   map[*sync.Once]*gor{},
+		initial: n,
+		left:    n,
+	}
 	d := opt.Strategy.depth()
 	prios := r.rng.Perm(n)
 	for i := range n {
-		r.gs = append(r.gs, &gor{id: i, baton: make(chan struct{}, 1), prio: d + prios[i]})
+		r.gs = append(r.gs, &gor{id: i, baton: make(chan struct{}, 1), prio: d + prios[i]*prioritySpread + prioritySpread/2})
 	}
 	if opt.Strategy.Kind != "walk" {
 		for range d - 1 {
@@ -329,7 +350,7 @@ func (r *run) report() Report {
 	defer r.mu.Unlock()
 	o := r.opt
 	o.Schedule = slices.Clone(r.schedule)
-	return Report{Options: o, Free: r.free.Load(), Reason: r.reason, Diverged: r.diverged}
+	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Diverged: r.diverged}
 }
 
 // self returns the calling goroutine if it is under control, else nil.
@@ -345,6 +366,13 @@ func (r *run) self() *gor {
 	}
 	if sig := r.sig.Load(); sig != nil && n >= 3 && [3]uintptr(pcs[n-3:n]) == *sig {
 		return r.cur.Load()
+	}
+	// A goroutine started by Go: it may be one of an earlier run, still
+	// running freely, so its id must be the baton holder's.
+	if b := childBottom.Load(); b != nil && n >= len(*b) && slices.Equal(pcs[n-len(*b):n], *b) {
+		if cur := r.cur.Load(); cur != nil && cur.child && cur.goid.Load() == goid() {
+			return cur
+		}
 	}
 	return nil
 }
@@ -379,6 +407,11 @@ func (r *run) acquire(try func() bool, block func()) {
 		block()
 		return
 	}
+	r.acquireAs(g, try, block)
+}
+
+// acquireAs is acquire for g, the goroutine under control calling it.
+func (r *run) acquireAs(g *gor, try func() bool, block func()) {
 	r.yield(g)
 	for !try() {
 		if r.free.Load() {
@@ -413,12 +446,23 @@ func (r *run) released() {
 }
 
 // exit hands the baton on from a goroutine that has returned.
+// Once every function of Run has returned, the goroutines Go started run
+// freely.
 func (r *run) exit(g *gor) {
-	if r.free.Load() {
-		return
-	}
 	r.mu.Lock()
 	g.st = done
+	if !g.child {
+		r.left--
+	}
+	if r.free.Load() {
+		r.mu.Unlock()
+		return
+	}
+	if r.left == 0 {
+		r.fallbackLocked("")
+		r.mu.Unlock()
+		return
+	}
 	r.handOff(g)
 }
 
@@ -532,8 +576,8 @@ func (r *run) choose(from *gor, ready []*gor, step int) *gor {
 	return best
 }
 
-// fallbackLocked releases every goroutine to run freely. Called with r.mu
-// held.
+// fallbackLocked releases every goroutine to run freely; reason is empty
+// when the run is over. Called with r.mu held.
 func (r *run) fallbackLocked(reason string) {
 	if r.free.CompareAndSwap(false, true) {
 		r.reason = reason

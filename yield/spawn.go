@@ -1,0 +1,375 @@
+package yield
+
+import (
+	"reflect"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Go is the rewrite of a go statement. go f(x, y) becomes
+//
+//	{ ryield_f, ryield_x, ryield_y := f, x, y; ryield.Go(func() { ryield_f(ryield_x, ryield_y) }) }
+//
+// so the function value and its arguments are still evaluated by the
+// goroutine that runs the statement. Called by a goroutine under control,
+// Go starts fn as a goroutine under control of the same run, and yields:
+// the new goroutine may run first. Otherwise, and when the run already
+// has 64 goroutines, it is go fn().
+//
+// A goroutine started this way is scheduled until every function given
+// to [Run] has returned; it then runs freely, since it may never return
+// (a refill loop of a budget nobody closes).
+func Go(fn func()) {
+	if r := active.Load(); r != nil && !r.free.Load() {
+		if g := r.self(); g != nil && r.spawn(fn) {
+			r.yield(g)
+			return
+		}
+	}
+	go fn()
+}
+
+// spawn starts fn as a new goroutine under control, waiting for the
+// baton, and reports whether it did.
+func (r *run) spawn(fn func()) bool {
+	r.mu.Lock()
+	if len(r.gs) >= maxGoroutines || r.free.Load() {
+		r.mu.Unlock()
+		return false
+	}
+	g := &gor{id: len(r.gs), baton: make(chan struct{}, 1), prio: r.childPriority(), child: true}
+	r.gs = append(r.gs, g)
+	r.mu.Unlock()
+	started := make(chan struct{})
+	go r.child(g, started, fn)
+	<-started
+	return true
+}
+
+// childPriority draws a PCT priority for a goroutine started during the
+// run, at a uniformly random rank among the priorities of the run's
+// functions.
+func (r *run) childPriority() int {
+	return r.opt.Strategy.depth() + r.rng.IntN(r.initial*prioritySpread+1)
+}
+
+// prioritySpread separates the priorities of Run's functions, so that a
+// goroutine started later can be given a rank between any two of them.
+const prioritySpread = 1024
+
+// childBottom is the outermost frames of every goroutine started by Go,
+// the frames below enterChild.
+var childBottom atomic.Pointer[[]uintptr]
+
+//go:noinline
+func (r *run) child(g *gor, started chan struct{}, fn func()) {
+	r.enterChild(g, started, fn)
+}
+
+//go:noinline
+func (r *run) enterChild(g *gor, started chan struct{}, fn func()) {
+	if childBottom.Load() == nil {
+		var pcs [8]uintptr
+		if n := runtime.Callers(2, pcs[:]); n > 0 && n < len(pcs) {
+			b := append([]uintptr(nil), pcs[:n]...)
+			childBottom.CompareAndSwap(nil, &b)
+		}
+	}
+	g.goid.Store(goid())
+	close(started)
+	r.await(g)
+	defer r.exit(g)
+	fn()
+}
+
+// goid returns the calling goroutine's id, from the first line of its
+// stack: "goroutine 18 [running]:".
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	const prefix = "goroutine "
+	if len(b) < len(prefix) {
+		return 0
+	}
+	var id uint64
+	for _, c := range b[len(prefix):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}
+
+// Close is the rewrite of close(ch): it closes ch, then, in a controlled
+// run, wakes the goroutines blocked on a channel and yields.
+func Close[T any](ch chan<- T) {
+	close(ch)
+	if r := active.Load(); r != nil {
+		r.released()
+	}
+}
+
+// Once is the rewrite of a sync.Once's Do: o.Do(f) becomes
+// yield.O(&o).Do(f). In a controlled run, a Do while another goroutine
+// under control is inside Do of the same Once passes the baton until that
+// one returns, instead of blocking in the Once.
+type Once struct{ o *sync.Once }
+
+// O returns o's hooks.
+func O(o *sync.Once) Once { return Once{o} }
+
+// Do calls o.Do(f), after a yield point.
+func (h Once) Do(f func()) {
+	r := active.Load()
+	if r == nil || r.free.Load() {
+		h.o.Do(f)
+		return
+	}
+	g := r.self()
+	if g == nil {
+		h.o.Do(f)
+		return
+	}
+	r.acquireAs(g, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, busy := r.onces[h.o]; busy {
+			return false
+		}
+		r.onces[h.o] = g
+		return true
+	}, func() {})
+	defer func() {
+		r.mu.Lock()
+		if r.onces[h.o] == g {
+			delete(r.onces, h.o)
+		}
+		r.mu.Unlock()
+		r.released()
+	}()
+	h.o.Do(f)
+}
+
+// A Case is one communication of a select statement, made by [R] or [S]
+// for [Select].
+type Case interface {
+	try() bool
+	reflectCase() reflect.SelectCase
+	received(v reflect.Value, ok bool)
+	// channel is the channel, nil for a nil channel, and unbuffered
+	// whether it has no buffer.
+	channel() (p unsafe.Pointer, unbuffered bool)
+	// send reports whether the case sends; value is what it sends.
+	send() bool
+	value() any
+	// deliver completes a receive with a value a sender handed over.
+	deliver(v any)
+}
+
+// RecvCase is a receive case; after [Select] chose it, V and OK hold what
+// v, ok := <-ch would.
+type RecvCase[T any] struct {
+	ch <-chan T
+	V  T
+	OK bool
+}
+
+// R returns the case <-ch.
+func R[T any](ch <-chan T) *RecvCase[T] { return &RecvCase[T]{ch: ch} }
+
+func (c *RecvCase[T]) try() bool {
+	select {
+	case c.V, c.OK = <-c.ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *RecvCase[T]) reflectCase() reflect.SelectCase {
+	return reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ch)}
+}
+
+func (c *RecvCase[T]) received(v reflect.Value, ok bool) {
+	c.OK = ok
+	if ok {
+		c.V, _ = v.Interface().(T) // the comma form takes a nil interface
+	}
+}
+
+func (c *RecvCase[T]) channel() (unsafe.Pointer, bool) {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&c.ch)), cap(c.ch) == 0
+}
+
+func (c *RecvCase[T]) send() bool    { return false }
+func (c *RecvCase[T]) value() any    { return nil }
+func (c *RecvCase[T]) deliver(v any) { c.V, _ = v.(T); c.OK = true }
+
+// SendCase is a send case.
+type SendCase[T any] struct {
+	ch chan<- T
+	v  T
+}
+
+// S returns the case ch <- v, v evaluated now as a select statement
+// evaluates it.
+func S[T any](ch chan<- T, v T) *SendCase[T] { return &SendCase[T]{ch: ch, v: v} }
+
+func (c *SendCase[T]) try() bool {
+	select {
+	case c.ch <- c.v:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *SendCase[T]) reflectCase() reflect.SelectCase {
+	return reflect.SelectCase{Dir: reflect.SelectSend, Chan: reflect.ValueOf(c.ch), Send: reflect.ValueOf(&c.v).Elem()}
+}
+
+func (c *SendCase[T]) received(reflect.Value, bool) {}
+
+func (c *SendCase[T]) channel() (unsafe.Pointer, bool) {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&c.ch)), cap(c.ch) == 0
+}
+
+func (c *SendCase[T]) send() bool  { return true }
+func (c *SendCase[T]) value() any  { return c.v }
+func (c *SendCase[T]) deliver(any) {}
+
+// Select is the rewrite of a select statement with a case for each of
+// cases, and a default case if hasDefault: it returns the index of the
+// case that proceeds, or −1 for the default. The statement
+//
+//	select { case v := <-a: A; case b <- x: B; default: D }
+//
+// becomes
+//
+//	switch ryield_0, ryield_1 := ryield.R(a), ryield.S(b, x); ryield.Select(true, ryield_0, ryield_1) {
+//	case 0: v := ryield_0.V; A
+//	case 1: B
+//	default: D }
+//
+// which keeps what break, continue and labels mean.
+//
+// In a controlled run Select is a yield point, and then it tries the
+// cases in an order drawn from the run's seed (a select statement chooses
+// uniformly among the ready ones). When none is ready it passes the baton
+// until another channel operation completes, and then tries again; with a
+// default case it passes the baton once, so that a loop polling a channel
+// lets the others run, and returns −1. A send and a receive on an
+// unbuffered channel, both by goroutines under control, meet in the
+// scheduler: the one that comes second completes both, in the order the
+// first ones waited. Outside a controlled run Select is reflect.Select,
+// which allocates.
+func Select(hasDefault bool, cases ...Case) int {
+	if r := active.Load(); r != nil && !r.free.Load() {
+		if g := r.self(); g != nil {
+			return r.choose1(g, hasDefault, cases)
+		}
+	}
+	return selectFree(hasDefault, cases)
+}
+
+func selectFree(hasDefault bool, cases []Case) int {
+	sc := make([]reflect.SelectCase, len(cases), len(cases)+1)
+	for i, c := range cases {
+		sc[i] = c.reflectCase()
+	}
+	if hasDefault {
+		sc = append(sc, reflect.SelectCase{Dir: reflect.SelectDefault})
+	}
+	i, v, ok := reflect.Select(sc)
+	if i == len(cases) {
+		return -1
+	}
+	cases[i].received(v, ok)
+	return i
+}
+
+// A waiter is a goroutine under control blocked in a channel operation:
+// another one may complete it on an unbuffered channel.
+type waiter struct {
+	g      *gor
+	cases  []Case
+	chosen int
+	done   bool
+}
+
+// communicate tries cases in order, first against the waiters on
+// unbuffered channels, then on the channels themselves; it returns the
+// index of the case that proceeded, or −1. Called with r.mu held.
+func (r *run) communicate(self *waiter, cases []Case, order []int) int {
+	for _, i := range order {
+		c := cases[i]
+		if p, unbuffered := c.channel(); p != nil && unbuffered {
+			for wi, w := range r.waiters {
+				if w == self {
+					continue
+				}
+				for j, wc := range w.cases {
+					if q, _ := wc.channel(); q != p || wc.send() == c.send() {
+						continue
+					}
+					if c.send() {
+						wc.deliver(c.value())
+					} else {
+						c.deliver(wc.value())
+					}
+					w.chosen, w.done = j, true
+					w.g.st = runnable
+					r.waiters = slices.Delete(r.waiters, wi, wi+1)
+					return i
+				}
+			}
+		}
+		if c.try() {
+			return i
+		}
+	}
+	return -1
+}
+
+// choose1 is Select for g, under control.
+func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
+	r.yield(g)
+	w := &waiter{g: g, cases: cases, chosen: -1}
+	for {
+		r.mu.Lock()
+		if w.done {
+			r.mu.Unlock()
+			break
+		}
+		r.waiters = slices.DeleteFunc(r.waiters, func(x *waiter) bool { return x == w })
+		if w.chosen = r.communicate(w, cases, r.selRng.Perm(len(cases))); w.chosen >= 0 {
+			r.mu.Unlock()
+			break
+		}
+		if hasDefault {
+			// Pass the baton once, so that a polling loop lets the others
+			// run.
+			g.st = blocked
+			r.handOff(g)
+			return -1
+		}
+		if r.free.Load() {
+			r.mu.Unlock()
+			return selectFree(false, cases)
+		}
+		r.waiters = append(r.waiters, w)
+		g.st = blocked
+		r.handOff(g)
+	}
+	r.ticks.Add(1)
+	r.mu.Lock()
+	r.blockedAt = time.Time{}
+	r.mu.Unlock()
+	r.released()
+	return w.chosen
+}

@@ -1,0 +1,260 @@
+package yield_test
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/yield"
+)
+
+// actor is a budget that serves takes from a goroutine of its own, as
+// rewritten code would spell it: the goroutine is started with yield.Go,
+// its loop is a select, and requests and replies go over unbuffered
+// channels.
+type actor struct {
+	req    chan chan bool
+	stop   chan struct{}
+	done   chan struct{}
+	tokens int
+}
+
+func newActor(tokens int) *actor {
+	a := &actor{req: make(chan chan bool), stop: make(chan struct{}), done: make(chan struct{}), tokens: tokens}
+	yield.Go(a.loop)
+	return a
+}
+
+func (a *actor) loop() {
+	defer close(a.done)
+	for {
+		switch c0, c1 := yield.R(a.req), yield.R(a.stop); yield.Select(false, c0, c1) {
+		case 0:
+			ok := a.tokens > 0
+			if ok {
+				a.tokens--
+			}
+			yield.Send(c0.V, ok)
+		case 1:
+			return
+		}
+	}
+}
+
+func (a *actor) take() bool {
+	reply := make(chan bool)
+	yield.Send(a.req, reply)
+	return yield.Recv(reply)
+}
+
+// runActor builds an actor of 2 tokens in goroutine 0 of a controlled run
+// and has 3 goroutines take from it, the builder included.
+func runActor(t *testing.T, opt yield.Options) (int32, yield.Report) {
+	t.Helper()
+	var a *actor
+	ready := make(chan struct{})
+	var granted atomic.Int32
+	take := func() {
+		if a.take() {
+			granted.Add(1)
+		}
+	}
+	rep := yield.Run(opt,
+		func() { a = newActor(2); yield.Close(ready); take() },
+		func() { yield.Recv(ready); take() },
+		func() { yield.Recv(ready); take() },
+	)
+	close(a.stop)
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the actor did not stop after the run; %v", rep)
+	}
+	return granted.Load(), rep
+}
+
+// A goroutine the code under control starts is scheduled too: its
+// choices are in the schedule, rendezvous on unbuffered channels and a
+// select loop hand the baton over without a fallback, and the run
+// replays choice by choice.
+func TestGoSchedulesTheGoroutinesARunStarts(t *testing.T) {
+	for _, st := range []yield.Strategy{yield.Walk(), yield.PCT(3)} {
+		for seed := range uint64(20) {
+			n, rep := runActor(t, yield.Options{Seed: seed, Strategy: st, Length: 60})
+			if rep.Free || n != 2 {
+				t.Fatalf("%v seed %d: %d granted of 2, %v", st, seed, n, rep)
+			}
+			if !slices.Contains(rep.Options.Schedule, 3) {
+				t.Fatalf("%v seed %d: the actor, goroutine 3, never chose to run: %v", st, seed, rep)
+			}
+			for range 3 {
+				_, again := runActor(t, rep.Options)
+				if again.Diverged || !slices.Equal(again.Options.Schedule, rep.Options.Schedule) {
+					t.Fatalf("%v seed %d: the replay of %v gave %v", st, seed, rep, again)
+				}
+			}
+		}
+	}
+}
+
+// refiller is a bucket whose refill goroutine adds a token with a load
+// and a store: a take between the two is lost. Only a scheduler that
+// controls the refill goroutine can put a take there on purpose.
+type refiller struct{ n atomic.Int64 }
+
+func (b *refiller) refill(rounds int, done chan<- struct{}) {
+	for range rounds {
+		v := yield.P(&b.n).Load()
+		yield.P(&b.n).Store(v + 1)
+	}
+	yield.Close(done)
+}
+
+func (b *refiller) take() {
+	yield.P(&b.n).Add(-1)
+}
+
+func lostTake(opt yield.Options) (bool, yield.Report) {
+	b := new(refiller)
+	b.n.Store(5)
+	done := make(chan struct{})
+	rep := yield.Run(opt,
+		func() { yield.Go(func() { b.refill(3, done) }); b.take(); yield.Recv(done) },
+		func() { b.take() },
+	)
+	return b.n.Load() != 5+3-2, rep
+}
+
+func TestGoFindsABugInTheGoroutineARunStarts(t *testing.T) {
+	for _, st := range []yield.Strategy{yield.Walk(), yield.PCT(2)} {
+		var found *yield.Report
+		for seed := uint64(1); seed <= 100 && found == nil; seed++ {
+			if bad, rep := lostTake(yield.Options{Seed: seed, Strategy: st, Length: 20}); bad {
+				found = &rep
+			}
+		}
+		if found == nil {
+			t.Fatalf("%v: no lost take in 100 seeds", st)
+		}
+		if found.Free {
+			t.Fatalf("%v: %v", st, found)
+		}
+		for range 20 {
+			if bad, rep := lostTake(found.Options); !bad || rep.Diverged {
+				t.Fatalf("%v: replaying %v gave lost=%v, %v", st, found, bad, rep)
+			}
+		}
+	}
+}
+
+// A goroutine started by an earlier run that still runs, freely, calls
+// the hooks during a later run without being taken for the later run's
+// goroutines.
+func TestGoLeftoverGoroutineStaysOutOfTheNextRun(t *testing.T) {
+	stop := make(chan struct{})
+	stopped := make(chan struct{})
+	var spins atomic.Int64
+	yield.Run(yield.Options{Seed: 1}, func() {
+		yield.Go(func() {
+			defer close(stopped)
+			for {
+				if yield.Select(true, yield.R(stop)) == 0 {
+					return
+				}
+				yield.P(&spins).Add(1)
+			}
+		})
+	})
+	defer func() {
+		close(stop)
+		<-stopped
+	}()
+	for seed := range uint64(10) {
+		opt := yield.Options{Seed: seed, Strategy: yield.Walk(), Length: 60}
+		_, first := runActor(t, opt)
+		for range 3 {
+			n, rep := runActor(t, opt)
+			if n != 2 || rep.Free || rep.Diverged || !slices.Equal(rep.Options.Schedule, first.Options.Schedule) {
+				t.Fatalf("seed %d: %d granted, %v, then %v", seed, n, first, rep)
+			}
+		}
+	}
+	if spins.Load() == 0 {
+		t.Fatal("the leftover goroutine never ran")
+	}
+}
+
+// A Do while another goroutine under control is inside Do of the same
+// Once passes the baton; f runs once and every Do returns after it.
+func TestOnceModelsDo(t *testing.T) {
+	for seed := range uint64(30) {
+		var once sync.Once
+		var calls, ready, sawReady atomic.Int32
+		f := func() {
+			calls.Add(1)
+			yield.Point()
+			ready.Store(1)
+		}
+		do := func() {
+			yield.O(&once).Do(f)
+			sawReady.Add(ready.Load())
+		}
+		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()}, do, do, do)
+		if rep.Free || calls.Load() != 1 || sawReady.Load() != 3 {
+			t.Fatalf("seed %d: %d calls, %d of 3 saw f done, %v", seed, calls.Load(), sawReady.Load(), rep)
+		}
+	}
+}
+
+// A loop polling a channel with a default case lets the sender run.
+func TestSelectWithDefaultLetsTheOthersRun(t *testing.T) {
+	for _, st := range []yield.Strategy{yield.Walk(), yield.PCT(3)} {
+		for seed := range uint64(20) {
+			ch := make(chan int)
+			var got, polls int
+			rep := yield.Run(yield.Options{Seed: seed, Strategy: st},
+				func() {
+					for {
+						c := yield.R(ch)
+						if yield.Select(true, c) == 0 {
+							got = c.V
+							return
+						}
+						polls++
+					}
+				},
+				func() { yield.Send(ch, 7) },
+			)
+			if rep.Free || got != 7 {
+				t.Fatalf("%v seed %d: got %d after %d polls, %v", st, seed, got, polls, rep)
+			}
+		}
+	}
+}
+
+// Outside a controlled run, Select is a select statement.
+func TestSelectOutsideARun(t *testing.T) {
+	full := make(chan int, 1)
+	full <- 3
+	empty := make(chan int)
+	c0, c1 := yield.R(empty), yield.R(full)
+	if i := yield.Select(false, c0, c1); i != 1 || c1.V != 3 || !c1.OK {
+		t.Fatalf("Select = %d, %+v", i, c1)
+	}
+	if i := yield.Select(true, yield.R(empty), yield.S(empty, 1)); i != -1 {
+		t.Fatalf("Select of nothing ready = %d, want the default", i)
+	}
+	closed := make(chan error)
+	close(closed)
+	c := yield.R(closed)
+	if i := yield.Select(false, c); i != 0 || c.OK || c.V != nil {
+		t.Fatalf("Select of a closed channel = %d, %+v", i, c)
+	}
+	var nilCh chan int
+	out := make(chan int, 1)
+	if i := yield.Select(false, yield.S(nilCh, 1), yield.S(out, 2)); i != 1 || <-out != 2 {
+		t.Fatalf("Select with a nil channel = %d", i)
+	}
+}
