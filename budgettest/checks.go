@@ -300,6 +300,21 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 			r, _, err := sub.trial(t, c)
 			return r, err == nil && r.Verdict == linearizability.Violation
 		}
+		// First the failing run's own choices: on the scenario itself they
+		// replay it, and on a smaller one they are followed while they
+		// apply, so that a deletion late in a goroutine keeps the
+		// interleaving before it. Then the same few schedules as for any
+		// scenario.
+		if s.Control != nil {
+			o := *s.Control
+			tc := c
+			tc.Control = &o
+			if r, rep, err := sub.trial(t, tc); err == nil && r.Verdict == linearizability.Violation {
+				got := rep.Options
+				last = &got
+				return r, true
+			}
+		}
 		var free int
 		r, w, err := sub.explore(t, c, 0, false, minimizeSchedules(c.Len()), &free)
 		if err == nil && r.Verdict == linearizability.Violation {

@@ -160,8 +160,12 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	}
 	sub := harness.Subject[struct{}]{New: newBudget, WallClock: s.WallClock}
 	clock := new(budget.ManualClock)
-	b, closeBudget := sub.Open(clock)
-	defer closeBudget()
+	var b budget.Budget
+	if s.Control == nil {
+		var closeBudget func()
+		b, closeBudget = sub.Open(clock)
+		defer closeBudget()
+	}
 	var stamp atomic.Int64
 	run := func(client int, op model.Op) Operation {
 		o := Operation{Client: client, Op: op}
@@ -174,8 +178,13 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		o.Return = stamp.Add(1)
 		return o
 	}
-	for _, op := range s.Before {
-		h = append(h, run(0, op))
+	before := func() {
+		for _, op := range s.Before {
+			h = append(h, run(0, op))
+		}
+	}
+	if s.Control == nil {
+		before()
 	}
 	lists := slices.Clone(s.Goroutines)
 	if len(s.Clock) > 0 {
@@ -187,6 +196,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	}
 	results := make([]History, len(lists))
 	errs := make([]error, len(lists))
+	var cleanup func()
 	body := func(i int) {
 		ops := lists[i]
 		out := make(History, 0, len(ops))
@@ -204,11 +214,40 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		results[i] = out
 	}
 	if s.Control != nil {
-		fs := make([]func(), len(lists))
-		for i := range lists {
-			fs[i] = func() { body(i) }
+		// The budget is built, and the operations before the goroutines
+		// run, inside the controlled run, by its first goroutine, while the
+		// others wait: the goroutines the factory starts (a refill loop)
+		// are then under control too.
+		built := make(chan struct{})
+		openErr := error(&harness.Fault{Cause: harness.FactoryExited})
+		fs := make([]func(), max(1, len(lists)))
+		for i := range fs {
+			fs[i] = func() {
+				if i > 0 {
+					yield.Recv(built)
+				} else {
+					func() {
+						defer yield.Close(built)
+						var closeBudget func()
+						b, closeBudget, openErr = sub.Build(clock)
+						if openErr == nil {
+							defer func() { cleanup = closeBudget }()
+							before()
+						}
+					}()
+				}
+				if openErr == nil && i < len(lists) {
+					body(i)
+				}
+			}
 		}
 		rep = yield.Run(*s.Control, fs...)
+		if cleanup != nil {
+			defer cleanup()
+		}
+		if openErr != nil {
+			panic(openErr)
+		}
 	} else {
 		freeRun(len(lists), s.Len() <= smallScenario, body)
 	}

@@ -39,9 +39,26 @@ var replayRE = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
 // first scenario, and minimized deterministically to at most four
 // operations; the replay the failure prints fails again every time.
 func TestControlledLinearizableCatchesCheckThenAct(t *testing.T) {
-	ct := subject("CheckThenAct", func() budget.Budget { return controltest.NewCheckThenAct(bucket) })
+	catchAndReplay(t, subject("CheckThenAct", func() budget.Budget { return controltest.NewCheckThenAct(bucket) }), 4, *reps)
+}
+
+// The same for a race between two goroutines the budget starts itself,
+// which serve every call: they are scheduled too. Its witness needs three
+// retries, and every call is a dozen yield points, so the minimizer's
+// deterministic search stops at a larger scenario than for a
+// check-then-act in the caller's goroutine: up to 16 operations in 20 seed
+// bases. Its runs are slower too, so it gets fewer seed bases by default.
+func TestControlledLinearizableCatchesARaceBetweenTheBudgetsGoroutines(t *testing.T) {
+	catchAndReplay(t, subject("Pool", func() budget.Budget { return controltest.NewPool(bucket, 2, true) }), 16, max(1, *reps/5))
+}
+
+// catchAndReplay checks that ct fails the Linearizable check on each of
+// reps seed bases with a witness of at most maxOps operations, and that
+// the last failure's replay fails every time.
+func catchAndReplay(t *testing.T, ct budgettest.Subject[model.TokenBucketState], maxOps, reps int) {
+	t.Helper()
 	var replay string
-	for base := range *reps {
+	for base := range reps {
 		setFlag(t, "budgettest.seed", fmt.Sprint(base+1))
 		err := budgettest.VerifyCheck(t, ct, budgettest.CheckLinearizable)
 		var f *budgettest.Failure
@@ -56,13 +73,13 @@ func TestControlledLinearizableCatchesCheckThenAct(t *testing.T) {
 		if err := json.Unmarshal([]byte(m[1]), &s); err != nil {
 			t.Fatalf("seed base %d: the replay does not parse: %v", base+1, err)
 		}
-		if s.Len() > 4 || s.Control == nil || len(s.Control.Schedule) == 0 {
-			t.Errorf("seed base %d: minimized to %d operations (want at most 4), control %v:\n%v", base+1, s.Len(), s.Control, f)
+		if s.Len() > maxOps || s.Control == nil || len(s.Control.Schedule) == 0 {
+			t.Errorf("seed base %d: minimized to %d operations (want at most %d):\n%v", base+1, s.Len(), maxOps, f)
 		}
 		replay = m[1]
 	}
 	setFlag(t, "budgettest.replay", replay)
-	for i := range *reps {
+	for i := range reps {
 		if err := budgettest.VerifyCheck(t, ct, budgettest.CheckLinearizable); err == nil {
 			t.Fatalf("replay %d of %s passed", i+1, replay)
 		}
@@ -76,6 +93,23 @@ func TestControlledLinearizablePassesCorrectBudgets(t *testing.T) {
 		for _, sub := range []budgettest.Subject[model.TokenBucketState]{
 			subject("CAS", func() budget.Budget { return controltest.NewCAS(bucket) }),
 			subject("Locked", func() budget.Budget { return controltest.NewLocked(bucket) }),
+		} {
+			if err := budgettest.VerifyCheck(t, sub, budgettest.CheckLinearizable); err != nil {
+				t.Fatalf("seed base %d: %s: %v", base+1, sub.Name, err)
+			}
+		}
+	}
+}
+
+// Budgets served by goroutines of their own pass too: one worker, whose
+// check-then-act nothing can interleave, and three whose grants are
+// compare-and-swaps. Their runs are slower, so they get fewer seed bases.
+func TestControlledLinearizablePassesCorrectPools(t *testing.T) {
+	for base := range max(1, *reps/5) {
+		setFlag(t, "budgettest.seed", fmt.Sprint(base+1))
+		for _, sub := range []budgettest.Subject[model.TokenBucketState]{
+			subject("PoolOfOne", func() budget.Budget { return controltest.NewPool(bucket, 1, true) }),
+			subject("PoolOfCAS", func() budget.Budget { return controltest.NewPool(bucket, 3, false) }),
 		} {
 			if err := budgettest.VerifyCheck(t, sub, budgettest.CheckLinearizable); err != nil {
 				t.Fatalf("seed base %d: %s: %v", base+1, sub.Name, err)

@@ -97,6 +97,33 @@ func (s Subject[S]) Open(clock budget.Clock) (budget.Budget, func()) {
 	return r.b, func() { Close(r.b) }
 }
 
+// Build is Open on the calling goroutine, for a controlled run: the
+// goroutines the factory starts are then started under control. A
+// factory that panics or returns nil gives a *Fault instead of a budget;
+// one that calls runtime.Goexit ends the calling goroutine, as it would
+// end any goroutine.
+func (s Subject[S]) Build(clock budget.Clock) (b budget.Budget, closeBudget func(), err error) {
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		if p := recover(); p != nil {
+			if f, ok := p.(*Fault); ok {
+				err = f
+			} else {
+				err = &Fault{Cause: FactoryPanicked, Value: p, Stack: string(debug.Stack())}
+			}
+		}
+	}()
+	b = s.New(clock)
+	done = true
+	if b == nil {
+		return nil, nil, &Fault{Cause: FactoryNil}
+	}
+	return b, func() { Close(b) }, nil
+}
+
 // Close closes b if it has a Close() error method. A panic in Close
 // panics with a MethodPanicked Fault; an error is ignored, since a budget
 // that fails to close has still been used correctly.
