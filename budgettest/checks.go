@@ -139,7 +139,7 @@ func (sub Subject[S]) trial(t *testing.T, s linearizability.Scenario) (res linea
 // explore records s once freely and, under control, once more per
 // schedule explored, and returns the first violation or inconclusive
 // result with the scenario that gave it: under control, s with the
-// schedule that replays it. The free run stays, so that a budget the
+// schedule that replays it. The free run stays, after the controlled ones, so that a budget the
 // rewrite did not reach (another module's) is checked as before. A
 // scenario with its Control set is run once, under it. Without freely,
 // only the controlled runs are made, schedules of them: what fails then
@@ -147,11 +147,14 @@ func (sub Subject[S]) trial(t *testing.T, s linearizability.Scenario) (res linea
 func (sub Subject[S]) explore(t *testing.T, s linearizability.Scenario, seed uint64, freely bool, schedules int, free *int) (linearizability.Result[S], linearizability.Scenario, error) {
 	runs := []*yield.Options{s.Control}
 	if s.Control == nil && controlled() {
-		if !freely {
-			runs = nil
-		}
+		// The controlled runs first: a violation they show is reported
+		// with its schedule and minimized deterministically.
+		runs = nil
 		for k := range schedules {
 			runs = append(runs, control(s, seed, k))
+		}
+		if freely {
+			runs = append(runs, nil)
 		}
 	}
 	var res linearizability.Result[S]
@@ -280,6 +283,73 @@ func minimizeSchedules(n int) int {
 	return max(2, 256/max(n, 1))
 }
 
+// shrinkSchedule makes the failing schedule of s preempt less often (a
+// preemption is a step at which the goroutine that had the baton could
+// have gone on). It keeps the shortest prefix of the choices, up to a
+// preemption, after which the run still fails without preempting again;
+// then, at each preemption in turn, it tries letting that goroutine go on,
+// again without preempting after it, and keeps the run's choices when it
+// still fails with fewer preemptions, until a pass changes nothing. Each run is a replay, so the result is the same every time; it
+// stops after within. It returns the number of preemptions before and
+// after.
+func (sub Subject[S]) shrinkSchedule(t *testing.T, s linearizability.Scenario, w linearizability.Result[S], within time.Duration) (linearizability.Scenario, linearizability.Result[S], int, int) {
+	deadline := time.Now().Add(within)
+	run := func(o yield.Options) (linearizability.Result[S], yield.Report, bool) {
+		c := s
+		c.Control = &o
+		r, rep, err := sub.trial(t, c)
+		return r, rep, err == nil && r.Verdict == linearizability.Violation && !rep.Free
+	}
+	r, cur, ok := run(*s.Control)
+	if !ok {
+		return s, w, 0, 0 // no replay to shrink
+	}
+	w = r
+	before := len(cur.Preemptions)
+	// A candidate keeps a prefix of the choices and lets the run go on
+	// without preempting: PCT of depth 1 switches only when the goroutine
+	// with the baton blocks or returns.
+	prefix := func(sched []int) yield.Options {
+		o := cur.Options
+		o.Strategy = yield.PCT(1)
+		o.Schedule = sched
+		return o
+	}
+	better := func(o yield.Options) bool {
+		r, rep, ok := run(o)
+		if ok && len(rep.Preemptions) < len(cur.Preemptions) {
+			cur, w = rep, r
+			return true
+		}
+		return false
+	}
+	// First the shortest prefix, up to a preemption, after which the run
+	// still fails without preempting again.
+	for _, i := range cur.Preemptions {
+		if !time.Now().Before(deadline) || better(prefix(slices.Clone(cur.Options.Schedule[:i+1]))) {
+			break
+		}
+	}
+	// Then each preemption left in turn, the choice made the goroutine
+	// that had the baton.
+	for changed := true; changed; {
+		changed = false
+		for _, i := range cur.Preemptions {
+			if !time.Now().Before(deadline) {
+				break
+			}
+			sched := slices.Clone(cur.Options.Schedule[:i+1])
+			sched[i] = sched[i-1]
+			if better(prefix(sched)) {
+				changed = true
+				break // the steps after i have moved
+			}
+		}
+	}
+	s.Control = &cur.Options
+	return s, w, before, len(cur.Preemptions)
+}
+
 // minimizeBudget is the time left to minimize in, of within, after spent
 // has gone on narrowing: never less than a twelfth of within, so that a
 // narrowing that took all its time still leaves the minimizer some.
@@ -376,12 +446,18 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 			best, witness = to, w
 		}
 	}
+	var switches string
+	if best.Control != nil && len(best.Control.Schedule) > 0 {
+		var before, after int
+		best, witness, before, after = sub.shrinkSchedule(t, best, witness, minimizeBudget(minimizeWithin, elapsed()))
+		switches = fmt.Sprintf(" (%d preemptions, shrunk from %d)", after, before)
+	}
 	html, js, note := linearizability.Report(t, witness, linearizability.Fixture{
 		Name: sub.name() + "-violation", Budget: sub.name(), Rule: string(ruleLinearizable), Scenario: &best,
 	})
 	var sched string
 	if best.Control != nil {
-		sched = fmt.Sprintf("under the controlled schedule %s\nreplay it with: %s\n", best.Control, replayCommand(best))
+		sched = fmt.Sprintf("under the controlled schedule %s%s\nreplay it with: %s\n", best.Control, switches, replayCommand(best))
 	}
 	f := fail(ruleLinearizable, "%s: scenario %d failed; minimized from %d to %d operations in %v:\n%s%s%s%s",
 		sub.name(), seed, from, best.Len(), time.Since(start).Round(time.Millisecond), best, sched, witness.Explain(), note)

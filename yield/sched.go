@@ -189,11 +189,14 @@ type Report struct {
 	// Diverged is set if a schedule given to replay named a goroutine that
 	// could not run at some point: the code did not do the same thing.
 	Diverged bool `json:"diverged,omitempty"`
+	// Preemptions holds the steps of the schedule at which the goroutine
+	// that had the baton could have gone on but another was chosen.
+	Preemptions []int `json:"preemptions,omitempty"`
 }
 
 // String describes the run in a line, with the options to replay it.
 func (r Report) String() string {
-	s := fmt.Sprintf("%d yield points, schedule %s", len(r.Options.Schedule), r.Options)
+	s := fmt.Sprintf("%d yield points, %d preemptions, schedule %s", len(r.Options.Schedule), len(r.Preemptions), r.Options)
 	if r.Diverged {
 		s += " (diverged from the schedule given)"
 	}
@@ -252,6 +255,7 @@ type run struct {
 	changes   []int     // PCT's change points, in steps
 	low       int       // the priority the next change point gives
 	schedule  []int
+	preempted []int // the steps of schedule that preempted a runnable goroutine
 	diverged  bool
 	reason    string
 	blockedAt time.Time // when every goroutine was last seen blocked
@@ -350,7 +354,7 @@ func (r *run) report() Report {
 	defer r.mu.Unlock()
 	o := r.opt
 	o.Schedule = slices.Clone(r.schedule)
-	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Diverged: r.diverged}
+	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted)}
 }
 
 // self returns the calling goroutine if it is under control, else nil.
@@ -549,6 +553,9 @@ func (r *run) pickLocked(from *gor) *gor {
 	}
 	if next == nil {
 		next = r.choose(from, ready, step)
+	}
+	if from != nil && from != next && from.st == runnable {
+		r.preempted = append(r.preempted, step)
 	}
 	r.schedule = append(r.schedule, next.id)
 	r.cur.Store(next)

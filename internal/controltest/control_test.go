@@ -33,7 +33,10 @@ func setFlag(t *testing.T, name, value string) {
 	t.Cleanup(func() { flag.Set(name, old) })
 }
 
-var replayRE = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
+var (
+	replayRE   = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
+	switchesRE = regexp.MustCompile(`\((\d+) preemptions, shrunk from (\d+)\)`)
+)
 
 // Under control the check-then-act is caught on every seed base, in its
 // first scenario, and minimized deterministically to at most four
@@ -75,6 +78,11 @@ func catchAndReplay(t *testing.T, ct budgettest.Subject[model.TokenBucketState],
 		}
 		if s.Len() > maxOps || s.Control == nil || len(s.Control.Schedule) == 0 {
 			t.Errorf("seed base %d: minimized to %d operations (want at most %d):\n%v", base+1, s.Len(), maxOps, f)
+		}
+		if sw := switchesRE.FindStringSubmatch(f.Error()); sw == nil {
+			t.Errorf("seed base %d: the failure does not count its preemptions:\n%v", base+1, f)
+		} else {
+			t.Logf("seed base %d: %d operations, %s preemptions (shrunk from %s)", base+1, s.Len(), sw[1], sw[2])
 		}
 		replay = m[1]
 	}
