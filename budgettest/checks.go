@@ -465,6 +465,17 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 	return f
 }
 
+// The shape of the Invariant check's controlled stress runs: a few
+// goroutines, since PCT finds a bug of depth d with a probability that
+// falls as they grow and two are enough to interleave; fewer calls, since
+// every call is several yield points; and one schedule of each strategy
+// per seed.
+const (
+	controlledStressGoroutines = 4
+	controlledStressOps        = 20
+	controlledStressSchedules  = 3
+)
+
 // stressConfig is the shape of the Race and Invariant runs.
 func (sub Subject[S]) stressConfig(seed uint64) stressrun.Config {
 	c := stressrun.Config{Goroutines: 64, Ops: 50, Timeout: sub.Watchdog, Seed: seed}
@@ -504,7 +515,35 @@ func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 		})
 	}
 	// The bursts hold for any model; the family invariants need one of the
-	// model package's.
+	// model package's. On instrumented code the stress runs are explored
+	// under control first, on fewer goroutines, so that a grant the
+	// invariants forbid shows on every run.
+	if stressrun.HasInvariant(sub.Model) && controlled() {
+		var controlledStages []func() error
+		for _, seed := range familySeeds {
+			for k := range min(*schedulesFlag, controlledStressSchedules) {
+				controlledStages = append(controlledStages, func() error {
+					c := sub.stressConfig(seed)
+					c.Goroutines, c.Ops = controlledStressGoroutines, controlledStressOps
+					c.Control = &yield.Options{
+						Seed:     *seedFlag<<32 ^ seed<<8 ^ uint64(k),
+						Strategy: strategyFor(k),
+						Length:   3 * c.Goroutines * c.Ops,
+					}
+					run, err := stressrun.Stress(c, sub.harness(t))
+					if err != nil {
+						return err
+					}
+					if _, err := run.Check(sub.Model); err != nil {
+						return fail(ruleInvariant, "%s: stress run of seed %d, %d goroutines under the controlled schedule %s (phase p runs with seed+p): %v",
+							sub.name(), seed, c.Goroutines, c.Control, err)
+					}
+					return nil
+				})
+			}
+		}
+		stages = append(controlledStages, stages...)
+	}
 	if stressrun.HasInvariant(sub.Model) {
 		for _, seed := range familySeeds {
 			stages = append(stages, func() error {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/retrybudget/retrybudget/budget"
@@ -120,6 +121,33 @@ func TestControlledLinearizablePassesCorrectPools(t *testing.T) {
 			subject("PoolOfCAS", func() budget.Budget { return controltest.NewPool(bucket, 3, false) }),
 		} {
 			if err := budgettest.VerifyCheck(t, sub, budgettest.CheckLinearizable); err != nil {
+				t.Fatalf("seed base %d: %s: %v", base+1, sub.Name, err)
+			}
+		}
+	}
+}
+
+// The Invariant check explores its stress runs under control too: the
+// check-then-act grants what the balance does not allow in a controlled
+// run, so the failure names its schedule, on every seed base; correct
+// budgets pass, on a fifth of the seed bases.
+func TestControlledInvariant(t *testing.T) {
+	ct := subject("CheckThenAct", func() budget.Budget { return controltest.NewCheckThenAct(bucket) })
+	for base := range *reps {
+		setFlag(t, "budgettest.seed", fmt.Sprint(base+1))
+		err := budgettest.VerifyCheck(t, ct, budgettest.CheckInvariant)
+		var f *budgettest.Failure
+		if !errors.As(err, &f) || !strings.Contains(f.Error(), "under the controlled schedule") {
+			t.Fatalf("seed base %d: VerifyCheck = %v, want a Failure of a controlled run", base+1, err)
+		}
+		if base >= max(1, *reps/5) {
+			continue // the correct budgets' runs are the slow ones
+		}
+		for _, sub := range []budgettest.Subject[model.TokenBucketState]{
+			subject("CAS", func() budget.Budget { return controltest.NewCAS(bucket) }),
+			subject("Locked", func() budget.Budget { return controltest.NewLocked(bucket) }),
+		} {
+			if err := budgettest.VerifyCheck(t, sub, budgettest.CheckInvariant); err != nil {
 				t.Fatalf("seed base %d: %s: %v", base+1, sub.Name, err)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/yield"
 )
 
 // Config says how hard Stress pushes.
@@ -33,6 +34,12 @@ type Config struct {
 	Timeout time.Duration
 	// Seed chooses the operations.
 	Seed uint64
+	// Control, if set, runs the goroutines of each phase under a
+	// controlled scheduler (package yield), one at a time, with a yield
+	// point between any two calls; phase p runs with the seed Seed+p.
+	// The race detector sees no race in such a run: every switch is a
+	// synchronization. Run.Reports holds each phase's report.
+	Control *yield.Options
 }
 
 // The kinds of phase. A drain phase only retries, so the invariants are
@@ -69,6 +76,9 @@ type Run struct {
 	// balance before each phase and after the last, read while no call is
 	// in flight; nil for other budgets.
 	Balance []float64
+	// Reports holds the report of each phase's controlled run, under
+	// Config.Control.
+	Reports []yield.Report
 }
 
 // A Balancer is a budget that reports its balance, as TokenBucket and
@@ -123,16 +133,19 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 		var ready sync.WaitGroup
 		var wg sync.WaitGroup
 		start := make(chan struct{})
+		var controlled []func()
 		for g := range c.Goroutines {
 			ready.Add(1)
-			wg.Go(func() {
+			body := func() {
 				rng := harness.Rand(rand.New(rand.NewPCG(c.Seed, uint64(p*1_000_000+g))))
 				ops := make([]model.Op, c.Ops)
 				for i := range ops {
 					ops[i] = drawOp(rng, kind)
 				}
 				ready.Done()
-				<-start
+				if c.Control == nil {
+					<-start
+				}
 				call := func(op model.Op) bool {
 					e := Entry{Operation: model.Operation{Client: g + 1, Op: op}, Phase: p}
 					e.Call = stamp.Add(1)
@@ -143,19 +156,33 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 				}
 				faults[g] = harness.Catch(fmt.Sprintf("goroutine %d of the stress run", g+1), func() {
 					for i, op := range ops {
+						if c.Control != nil {
+							yield.Point()
+						}
 						if call(op) && kind == paired {
 							call(model.OpSuccess(op.Kind))
 						}
-						if i%3 == 0 && rng.IntN(2, "") == 0 {
+						if c.Control == nil && i%3 == 0 && rng.IntN(2, "") == 0 {
 							runtime.Gosched()
 						}
 					}
 				})
-			})
+			}
+			if c.Control != nil {
+				controlled = append(controlled, body)
+				continue
+			}
+			wg.Go(body)
 		}
-		ready.Wait()
-		close(start)
-		wg.Wait()
+		if c.Control != nil {
+			o := *c.Control
+			o.Seed += uint64(p)
+			run.Reports = append(run.Reports, yield.Run(o, controlled...))
+		} else {
+			ready.Wait()
+			close(start)
+			wg.Wait()
+		}
 		for _, f := range faults {
 			if f != nil {
 				return nil, f
