@@ -23,9 +23,21 @@ var minimized = regexp.MustCompile(`minimized from (\d+) to (\d+) operations`)
 // The Linearizable check catches a check-then-act, narrows and minimizes
 // the failing scenario, and saves it where the Failure says, as a fixture
 // that re-checks against the model.
+//
+// The code is not instrumented here, so whether a run meets the race is up
+// to the machine's scheduler: on a loaded machine 500 scenarios miss it
+// about one time in five, and the check gets three attempts. (Under
+// control it is caught on every run: see internal/controltest.)
 func TestLinearizableExplainsCheckThenAct(t *testing.T) {
-	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "CheckThenAct", Model: bucket, Scenarios: 500,
-		New: func(*testing.T, budget.Clock) budget.Budget { return mutants.NewCheckThenAct(bucket) }}, budgettest.CheckLinearizable)
+	var err error
+	for attempt := range 3 {
+		err = budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "CheckThenAct", Model: bucket, Scenarios: 500,
+			New: func(*testing.T, budget.Clock) budget.Budget { return mutants.NewCheckThenAct(bucket) }}, budgettest.CheckLinearizable)
+		if err != nil {
+			break
+		}
+		t.Logf("attempt %d: no run met the race", attempt+1)
+	}
 	var f *budgettest.Failure
 	if !errors.As(err, &f) {
 		t.Fatalf("VerifyCheck = %v, want a Failure", err)
