@@ -16,9 +16,9 @@
 //   - calls of the functions of sync/atomic get their first argument
 //     wrapped: atomic.AddInt64(&n, 1) -> atomic.AddInt64(ryield.P(&n), 1);
 //   - calls and method values of the methods of atomic.Int32, Int64,
-//     Uint32, Uint64, Uintptr, Bool, Value and Pointer[T], and of
-//     sync.Once's Do, get their receiver wrapped as a pointer:
-//     b.n.Load() -> ryield.P(&b.n).Load(), o.Do(f) -> ryield.P(&o).Do(f);
+//     Uint32, Uint64, Uintptr, Bool, Value and Pointer[T] get their
+//     receiver wrapped as a pointer: b.n.Load() -> ryield.P(&b.n).Load(),
+//     and sync.Once's Do goes through ryield.O: o.Do(f) -> ryield.O(&o).Do(f);
 //   - sync.Mutex's Lock, Unlock and TryLock go through ryield.M, and
 //     sync.RWMutex's Lock, Unlock, RLock, RUnlock, TryLock, TryRLock and
 //     RLocker through ryield.RW: b.mu.Lock() -> ryield.M(&b.mu).Lock(),
@@ -30,10 +30,54 @@
 //     (ryield.Send[error](errs, &myErr{})); receives <-ch become
 //     ryield.Recv(ch), and those of v, ok := <-ch, v, ok = <-ch and
 //     var v, ok = <-ch become ryield.Recv2(ch);
-//   - a select statement gets a yield point before it, and before its
-//     labels if it has any: ryield.Point(); L: select { ... };
+//   - calls of the builtin close (not of a function that shadows it)
+//     become ryield.Close: close(ch) -> ryield.Close(ch), defer close(ch)
+//     -> defer ryield.Close(ch);
+//   - a go statement starts its goroutine through ryield.Go, its function
+//     value and arguments still evaluated by the goroutine that runs it,
+//     in a block on the statement's lines:
+//     go F(a, b) -> { ryield_f, ryield_0, ryield_1 := F, a, b; ryield.Go(func() { ryield_f(ryield_0, ryield_1) }) }.
+//     What needs no evaluation is not bound but goes into the closure:
+//     a declared function (f, pkg.F, g[int], and a generic g called
+//     without type arguments, which := could not take), a constant or nil
+//     argument (:= would give it its default type), a declared function
+//     as an argument; a spread keeps its ...; with nothing to bind the
+//     call goes as it is, go f(1) -> ryield.Go(func() { f(1) }), and a
+//     call of a func() with no arguments goes as a value:
+//     go func() { ... }() -> ryield.Go(func() { ... }),
+//     go s.run() -> ryield.Go(s.run). A method value (x.m, bound as
+//     ryield_f := x.m) takes its receiver, or &x, there, as the go
+//     statement did. The temporaries are named ryield_ and a suffix, or
+//     another prefix if a name of the file or the package starts so;
+//   - a select statement with a communication becomes a switch on
+//     ryield.Select (below); one that cannot be rewritten so (see what is
+//     not), select {} and a select with only a default case get a yield
+//     point before them, and before their labels if they have any:
+//     ryield.Point(); L: select { ... };
 //   - every rewritten file gets the import on its package clause's line
 //     and a marker, var _ = ryield.Mark(), on a line appended at its end.
+//
+// A select statement becomes a switch whose init evaluates the channels
+// and the values to send, once and in order, as entering the select did,
+// and whose tag, ryield.Select, chooses the case; a case's receive assigns
+// from what its case got:
+//
+//	select {                switch ryield_0, ryield_1, ryield_2 := ryield.R(a), ryield.S(b, x), ryield.R(c); ryield.Select(true, ryield_0, ryield_1, ryield_2) {
+//	case v := <-a:          case 0: v := ryield_0.V;
+//	case b <- x:       ->   case 1:
+//	case w, ok = <-c:       case 2: w, ok = ryield_2.V, ryield_2.OK;
+//	default:                default:
+//	}                       }
+//
+// so break, continue and labels (L: select -> L: switch) mean what they
+// meant. Without a default case, the last case is the switch's default
+// (Select then never returns -1), so that a select that ended a function
+// still does. A send whose value's type is not the element type gets it
+// as a type argument, as Send does (ryield.S[error](errs, &myErr{})). The
+// channel and value expressions move up to the switch's line, with their
+// own rewrites; those of a case on another line follow a /*line*/
+// directive naming their line, and another one after them names the
+// select's again, so that a panic in them names its own line.
 //
 // With [Options].Fields ([Config].Fields for [Rewrite]), the reads and
 // writes of the fields of the struct types the file's package declares
@@ -85,26 +129,38 @@
 // access counts, and runs that are not controlled pay a load of the
 // active run at each.
 //
-// What is not: go statements (which are not yield points; the code they
-// run is rewritten like any other), range over a channel, the
-// communications of select cases themselves (their operands are
-// rewritten), the other types of sync (WaitGroup, Cond, Map, Pool),
-// operations through an interface (a sync.Locker), functions passed as
-// values (f := atomic.AddInt64), assembly, files generated by cgo, the
-// packages outside the patterns, the packages of other modules and of the
-// standard library even when the patterns name them (the go command
-// overlays no file of the module cache), and package yield and the
-// packages it imports. An atomic
-// call in a defer statement yields where the defer statement runs, where
-// its arguments are evaluated. Code the rewriter cannot rewrite so that it
-// still compiles is left as it is: a channel of a type parameter's type, a
-// send whose element type cannot be spelled in the file, a two-value
-// receive into a bool of another type, a receiver reached through an
-// unexported field of another package.
+// What is not: range over a channel, the communications of the select
+// statements that stay selects (their operands are rewritten), the other
+// types of sync (WaitGroup, Cond, Map, Pool), operations through an
+// interface (a sync.Locker), functions passed as values
+// (f := atomic.AddInt64), assembly, files generated by cgo, the packages
+// outside the patterns, the packages of other modules and of the standard
+// library even when the patterns name them (the go command overlays no
+// file of the module cache), package yield and the packages it imports,
+// and the files that call yield's hooks themselves, where they want them
+// (hand-instrumented code). An atomic call in a defer statement yields where the defer
+// statement runs, where its arguments are evaluated; so does one that a
+// go statement calls, go n.Add(1) -> { ryield_f := ryield.P(n).Add; ... }
+// and go atomic.AddInt64(&n, 1) -> { ryield_0 := ryield.P(&n); ... }: the
+// new goroutine runs the operation with no yield point before it. Code the
+// rewriter cannot rewrite so that it still compiles is left as it is: a
+// channel of a type parameter's type (its send, receive, close, or the
+// select it is in), a send whose element type cannot be spelled in the
+// file (and the select it is in), a two-value receive into a bool of
+// another type (and the select it is in), a receiver reached through an
+// unexported field of another package. So are go statements of a builtin
+// (go println(x), go close(ch)), of f(g()) with g's results as the
+// arguments, with an untyped argument that is not a constant (a
+// comparison, an untyped shift, which := would make a bool or an int), or
+// whose function or constant argument, which goes into the closure, spans
+// lines; and the select statements whose case headers span lines, whose
+// expressions could not move to the switch's line.
 //
 // Line numbers are preserved: a rewrite is a set of insertions and small
 // replacements in the original text, none of which adds or removes a
-// newline, except the marker's line appended after the last. The rewritten
+// newline, except the marker's line appended after the last; the text that
+// moves, a select's channel and value expressions and what a go statement
+// puts into its closure, is on one line. The rewritten
 // file starts with a /*line*/ directive naming the original file, so
 // compiler errors, stack traces and coverage name the original file and
 // line.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // An edit replaces src[start:end] with text; start == end is an insertion.
@@ -66,4 +67,72 @@ func rank(e edit) int {
 	default:
 		return 2
 	}
+}
+
+// A move takes the text of a node, with the edits made inside it, to
+// another edit's text: the go and select rewrites copy a constant argument
+// into a closure, or a channel expression up to a switch statement's
+// header. The edit that receives it holds key in its text until
+// resolveMoves puts the text there.
+type move struct {
+	start, end int
+	key        string
+	// depth is the node's, set when the walk visits it: an insertion at
+	// start or end belongs inside when it is the node's or a descendant's.
+	depth int
+	// covered says another edit replaces the node's text: the move
+	// removes none of it itself.
+	covered bool
+}
+
+// holds reports whether e is an edit of m's node or of its descendants.
+func (m *move) holds(e edit) bool {
+	if e.start < m.start || e.end > m.end {
+		return false
+	}
+	if e.start == e.end && (e.start == m.start || e.start == m.end) {
+		return e.depth >= m.depth && (e.close == (e.start == m.end))
+	}
+	return true
+}
+
+// resolveMoves puts the text of each move, its edits made, into the edit
+// that holds its key, and removes the node's text (unless covered) and its
+// edits from their place. A move inside another is resolved first, so an
+// edit that holds a key is final before a move takes it.
+func resolveMoves(name string, src []byte, edits []edit, moves []*move) ([]edit, error) {
+	moves = slices.Clone(moves)
+	slices.SortStableFunc(moves, func(a, b *move) int { return (a.end - a.start) - (b.end - b.start) })
+	for _, m := range moves {
+		var inner, rest []edit
+		for _, e := range edits {
+			if m.holds(e) {
+				e.start -= m.start
+				e.end -= m.start
+				inner = append(inner, e)
+			} else {
+				rest = append(rest, e)
+			}
+		}
+		text, err := apply(name, src[m.start:m.end], inner)
+		if err != nil {
+			return nil, err
+		}
+		found := false
+		for i := range rest {
+			if strings.Contains(rest[i].text, m.key) {
+				rest[i].text = strings.Replace(rest[i].text, m.key, string(text), 1)
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("instrument: %s: no edit takes the text at offset %d", name, m.start)
+		}
+		if !m.covered {
+			rest = append(rest, edit{start: m.start, end: m.end, depth: m.depth})
+		}
+		edits = rest
+	}
+	return edits, nil
 }

@@ -95,7 +95,6 @@ func f(b *B, i int) {
 	var a [len(b.arr)]int
 	_ = a
 	defer b.get(b.tokens)()
-	go b.get(b.other)()
 	v, ok := b.m["k"]
 	var w, ok2 = b.m["k"]
 	v, ok = b.m["k"]
@@ -228,8 +227,8 @@ func f(b *B, ch chan int64) {
 	}
 	for b.tokens = range 3 {
 	}
-	ryield.Point(); select {
-	case b.tokens = <-ch:
+	switch ryield_0 := ryield.R(/*line /src/p/p.go:33:20*/ch); ryield.Select(false, ryield_0)/*line /src/p/p.go:32:8*/ {
+	default: b.tokens = ryield_0.V;
 	}
 }
 `,
@@ -366,8 +365,8 @@ L:
 		ryield.Point(); b.tokens = ryield.P[int64](1)
 		goto L
 	}
-	ryield.Point(); select {
-	case <-ch:
+	switch ryield_0 := ryield.R(/*line /src/p/p.go:32:9*/ch); ryield.Select(false, ryield_0)/*line /src/p/p.go:31:8*/ {
+	default:
 		ryield.Point(); b.other = ryield.P(b.other - 1)
 	}
 }
@@ -496,6 +495,46 @@ func g(r *rect) int {
 			points: 6,
 		},
 		{
+			name: "GoAndSelect",
+			src: `
+func use(...any) {}
+
+func (b *B) get(int64) func() { return func() {} }
+
+func f(b *B, out chan int64) {
+	go use(b.tokens, b.s.n)
+	go b.get(b.other)()
+	go b.f()
+	select {
+	case b.ch <- b.tokens:
+	case v := <-b.ch:
+		b.other = v
+	case out <- b.arr[b.s.n]:
+	case b.other = <-out:
+	}
+}
+`,
+			want: `
+func use(...any) {}
+
+func (b *B) get(int64) func() { return func() {} }
+
+func f(b *B, out chan int64) {
+	{ ryield_0, ryield_1 := ryield.P(b.tokens), ryield.P(b.s.n); ryield.Go(func() { use(ryield_0, ryield_1) }) }
+	ryield.Go(b.get(b.other))
+	{ ryield_f := b.f; ryield.Go(func() { ryield_f() }) }
+	switch ryield_0, ryield_1, ryield_2, ryield_3 := ryield.S(/*line /src/p/p.go:32:7*/ryield.P(b.ch), ryield.P(b.tokens)), ryield.R(/*line /src/p/p.go:33:14*/ryield.P(b.ch)), ryield.S(/*line /src/p/p.go:35:7*/out, ryield.P(b.arr[ryield.P(b.s.n)])), ryield.R(/*line /src/p/p.go:36:19*/out); ryield.Select(false, ryield_0, ryield_1, ryield_2, ryield_3)/*line /src/p/p.go:31:8*/ {
+	case 0:
+	case 1: v := ryield_1.V;
+		ryield.Point(); b.other = ryield.P(v)
+	case 2:
+	default: b.other = ryield_3.V;
+	}
+}
+`,
+			points: 13,
+		},
+		{
 			name: "FuncLiterals",
 			src: `
 func f(b *B) {
@@ -508,14 +547,14 @@ func f(b *B) {
 `,
 			want: `
 func f(b *B) {
-	go func() {
+	ryield.Go(func() {
 		ryield.Point(); b.tokens = ryield.P(b.tokens - 1)
-	}()
+	})
 	defer func() { _ = ryield.P(b.tokens) }()
 	ryield.Point(); b.f = ryield.P(func() int { return int(ryield.P(b.other)) })
 }
 `,
-			points: 6,
+			points: 7,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -48,7 +48,7 @@ func FileWith(fset *token.FileSet, f *ast.File, src []byte, info *types.Info, op
 		return nil, 0, fmt.Errorf("instrument: %s: the source does not match the parsed file", tf.Name())
 	}
 	pkg := packageOf(f, info)
-	if pkg == nil {
+	if pkg == nil || callsHooks(f, info) {
 		return nil, 0, nil
 	}
 	r := &rewriter{tf: tf, file: f, info: info, pkg: pkg, src: src}
@@ -58,6 +58,11 @@ func FileWith(fset *token.FileSet, f *ast.File, src []byte, info *types.Info, op
 	if r.points == 0 {
 		return nil, 0, nil
 	}
+	edits, err := resolveMoves(tf.Name(), src, r.edits, r.moves)
+	if err != nil {
+		return nil, 0, err
+	}
+	r.edits = edits
 	pkgPos := fset.PositionFor(f.Package, false)
 	r.insert(f.Package, fmt.Sprintf("/*line %s:%d:%d*/", tf.Name(), pkgPos.Line, pkgPos.Column), 0, false)
 	r.insert(f.Name.End(), fmt.Sprintf("; import %s %s", r.name, strconv.Quote(YieldPath)), 0, false)
@@ -72,6 +77,25 @@ func FileWith(fset *token.FileSet, f *ast.File, src []byte, info *types.Info, op
 	}
 	return out, r.points, nil
 }
+
+// callsHooks reports whether f calls the hooks of package yield itself,
+// where it wants them (a hand-instrumented budget): such a file is left as
+// it is. Other uses of the package (Run, Instrumented) do not count.
+func callsHooks(f *ast.File, info *types.Info) bool {
+	found := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && !found {
+			if fn, ok := info.Uses[id].(*types.Func); ok && fn.Pkg() != nil && fn.Pkg().Path() == YieldPath && hookNames[fn.Name()] {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// hookNames are the functions of package yield that rewritten code calls.
+var hookNames = set("P", "Point", "M", "RW", "Send", "Recv", "Recv2", "Go", "Close", "O", "R", "S", "Select")
 
 // packageOf returns the package f's objects belong to, or nil if f
 // declares and uses nothing.
@@ -121,24 +145,79 @@ type rewriter struct {
 	// plain holds the statements of statement lists (blocks and case
 	// bodies), labels removed: a statement can go before them.
 	plain map[ast.Stmt]bool
+
+	// moves are the texts the go and select rewrites take elsewhere, and
+	// moveOf the move of each node, whose depth the walk sets.
+	moves  []*move
+	moveOf map[ast.Node]*move
+	// idents holds the names the file's identifiers spell; tmp is the
+	// prefix of the temporaries of the go and select rewrites.
+	idents map[string]bool
+	tmp    string
 }
 
 // freeName returns base, or base followed by a number, that no identifier
 // of the file spells and the package scope does not declare, so an import
 // of that name neither clashes nor is shadowed anywhere in the file.
 func (r *rewriter) freeName(base string) string {
-	used := map[string]bool{}
-	ast.Inspect(r.file, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok {
-			used[id.Name] = true
-		}
-		return true
-	})
+	used := r.spelled()
 	name := base
 	for i := 2; used[name] || r.pkg.Scope().Lookup(name) != nil; i++ {
 		name = base + strconv.Itoa(i)
 	}
 	return name
+}
+
+// spelled returns the names the identifiers of the file spell.
+func (r *rewriter) spelled() map[string]bool {
+	if r.idents == nil {
+		r.idents = map[string]bool{}
+		ast.Inspect(r.file, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				r.idents[id.Name] = true
+			}
+			return true
+		})
+	}
+	return r.idents
+}
+
+// temp returns the name of a temporary of the go and select rewrites,
+// r.name followed by _ and suffix, or another prefix than r.name if an
+// identifier of the file, or a name of the package scope, starts with
+// r.name and _: no temporary clashes with a name the file uses, nor
+// shadows one it could use.
+func (r *rewriter) temp(suffix string) string {
+	if r.tmp == "" {
+		clash := func(prefix string) bool {
+			for name := range r.spelled() {
+				if strings.HasPrefix(name, prefix) {
+					return true
+				}
+			}
+			for _, name := range r.pkg.Scope().Names() {
+				if strings.HasPrefix(name, prefix) {
+					return true
+				}
+			}
+			return false
+		}
+		r.tmp = r.name
+		for i := 2; clash(r.tmp + "_"); i++ {
+			r.tmp = r.name + "x" + strconv.Itoa(i)
+		}
+	}
+	return r.tmp + "_" + suffix
+}
+
+// moveText registers the move of n's text, with its edits, and returns the
+// key to put where the text goes; covered says another edit replaces n's
+// text, else the move removes it.
+func (r *rewriter) moveText(n ast.Node, covered bool) string {
+	m := &move{start: r.offset(n.Pos()), end: r.offset(n.End()), key: fmt.Sprintf("\x00%d\x00", len(r.moves)), covered: covered}
+	r.moves = append(r.moves, m)
+	r.moveOf[n] = m
+	return m.key
 }
 
 func (r *rewriter) offset(pos token.Pos) int { return r.tf.Offset(pos) }
@@ -149,7 +228,12 @@ func (r *rewriter) insert(pos token.Pos, text string, depth int, close bool) {
 }
 
 func (r *rewriter) replace(from, to token.Pos, text string, depth int) {
-	r.edits = append(r.edits, edit{start: r.offset(from), end: r.offset(to), text: text, depth: depth})
+	r.replaceAt(r.offset(from), r.offset(to), text, depth)
+}
+
+// replaceAt is replace, by offsets.
+func (r *rewriter) replaceAt(from, to int, text string, depth int) {
+	r.edits = append(r.edits, edit{start: from, end: to, text: text, depth: depth})
 }
 
 // wrap surrounds e with before and after, for a node at depth.
@@ -163,6 +247,7 @@ func (r *rewriter) walk() {
 	r.leave = map[ast.Node]bool{}
 	r.commaOK = map[*ast.UnaryExpr]bool{}
 	r.plain = map[ast.Stmt]bool{}
+	r.moveOf = map[ast.Node]*move{}
 	depth := 0
 	ast.Inspect(r.file, func(n ast.Node) bool {
 		if n == nil {
@@ -171,6 +256,9 @@ func (r *rewriter) walk() {
 			return true
 		}
 		depth++
+		if m := r.moveOf[n]; m != nil {
+			m.depth = depth
+		}
 		r.visit(n, depth)
 		r.stack = append(r.stack, n)
 		return true
@@ -216,6 +304,9 @@ func (r *rewriter) visit(n ast.Node, depth int) {
 		}
 	case *ast.CallExpr:
 		r.atomicCall(n, depth)
+		r.closeCall(n, depth)
+	case *ast.GoStmt:
+		r.goStmt(n, depth)
 	case *ast.SelectorExpr:
 		r.method(n, depth)
 		if r.fields {
@@ -264,8 +355,10 @@ func (r *rewriter) twoValueRecv(rhs ast.Expr, okType types.Type, blank bool) {
 	}
 }
 
-// selects puts a yield point before every select statement of list, and
-// before the labels of a labelled one, so the labels stay on the select.
+// selects rewrites every select statement of list to a switch on
+// ryield.Select (see selectStmt), or, when it cannot, puts a yield point
+// before it, and before its labels if it has any, so the labels stay on
+// the select.
 func (r *rewriter) selects(list []ast.Stmt, depth int) {
 	for _, s := range list {
 		inner := s
@@ -276,8 +369,10 @@ func (r *rewriter) selects(list []ast.Stmt, depth int) {
 			}
 			inner = l.Stmt
 		}
-		if _, ok := inner.(*ast.SelectStmt); ok {
-			r.insert(s.Pos(), r.name+".Point(); ", depth, false)
+		if sel, ok := inner.(*ast.SelectStmt); ok {
+			if !r.selectStmt(sel, depth) {
+				r.insert(s.Pos(), r.name+".Point(); ", depth, false)
+			}
 			r.points++
 		}
 	}
@@ -315,7 +410,7 @@ var hooks = map[[2]string]struct {
 }{
 	{"sync", "Mutex"}:          {"M", set("Lock", "Unlock", "TryLock")},
 	{"sync", "RWMutex"}:        {"RW", set("Lock", "Unlock", "RLock", "RUnlock", "TryLock", "TryRLock", "RLocker")},
-	{"sync", "Once"}:           {"P", set("Do")},
+	{"sync", "Once"}:           {"O", set("Do")},
 	{"sync/atomic", "Int32"}:   {"P", nil},
 	{"sync/atomic", "Int64"}:   {"P", nil},
 	{"sync/atomic", "Uint32"}:  {"P", nil},
@@ -400,15 +495,9 @@ func (r *rewriter) send(s *ast.SendStmt, depth int) {
 	if !ok {
 		return
 	}
-	targs := ""
-	if tv, ok := r.info.Types[s.Value]; !ok {
+	targs, ok := r.sendTypeArgs(ch, s.Value, s.Pos())
+	if !ok {
 		return
-	} else if !types.Identical(tv.Type, ch.Elem()) && !isUntyped(tv.Type) {
-		elem, ok := r.spell(ch.Elem(), s.Pos())
-		if !ok {
-			return
-		}
-		targs = "[" + elem + "]"
 	}
 	r.insert(s.Chan.Pos(), r.name+".Send"+targs+"(", depth, false)
 	if r.blanks(s.Chan.End(), s.Value.Pos()) {
@@ -418,6 +507,25 @@ func (r *rewriter) send(s *ast.SendStmt, depth int) {
 	}
 	r.insert(s.Value.End(), ")", depth, true)
 	r.points++
+}
+
+// sendTypeArgs returns the type arguments, "" or "[T]", that Send or S
+// needs for a send of v on a channel of type ch, spelled at pos: the
+// element type when v's type is another one; false if that type cannot be
+// spelled.
+func (r *rewriter) sendTypeArgs(ch *types.Chan, v ast.Expr, pos token.Pos) (string, bool) {
+	tv, ok := r.info.Types[v]
+	if !ok {
+		return "", false
+	}
+	if types.Identical(tv.Type, ch.Elem()) || isUntyped(tv.Type) {
+		return "", true
+	}
+	elem, ok := r.spell(ch.Elem(), pos)
+	if !ok {
+		return "", false
+	}
+	return "[" + elem + "]", true
 }
 
 // recv rewrites <-ch to ryield.Recv(ch), or to ryield.Recv2(ch) in the

@@ -1,6 +1,7 @@
 package instrument
 
 import (
+	"fmt"
 	"go/ast"
 	"go/importer"
 	"go/parser"
@@ -43,6 +44,35 @@ func Send[T any](ch chan<- T, v T)         { ch <- v }
 func Recv[T any](ch <-chan T) T            { return <-ch }
 func Recv2[T any](ch <-chan T) (T, bool)   { v, ok := <-ch; return v, ok }
 func Mark() bool                           { return true }
+
+func Go(fn func())             { go fn() }
+func Close[T any](ch chan<- T) { close(ch) }
+
+type Once struct{ o *sync.Once }
+
+func O(o *sync.Once) Once     { return Once{o} }
+func (h Once) Do(f func())    { h.o.Do(f) }
+
+type Case interface{ isCase() }
+
+type RecvCase[T any] struct {
+	ch <-chan T
+	V  T
+	OK bool
+}
+
+func R[T any](ch <-chan T) *RecvCase[T] { return &RecvCase[T]{ch: ch} }
+func (*RecvCase[T]) isCase()             {}
+
+type SendCase[T any] struct {
+	ch chan<- T
+	v  T
+}
+
+func S[T any](ch chan<- T, v T) *SendCase[T] { return &SendCase[T]{ch, v} }
+func (*SendCase[T]) isCase()                 {}
+
+func Select(hasDefault bool, cases ...Case) int { return -1 }
 `
 
 // testImporter imports the standard library from export data and package
@@ -120,7 +150,7 @@ func rewriteWith(t *testing.T, src string, opt Options) (string, int) {
 		return "", 0
 	}
 	check(t, string(out))
-	replaced := []string{"<-"}
+	replaced := []string{"<-", "close"}
 	if opt.Fields {
 		replaced = append(replaced, "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "&^=")
 	}
@@ -132,15 +162,16 @@ func rewriteWith(t *testing.T, src string, opt Options) (string, int) {
 // marker's, and that the tokens of each line of src are on the same line
 // of out, in order, save the tokens replaced (the arrows of the channel
 // operations, the operators of the assignments Options.Fields spells
-// again); and that, read with out's line directive, every line of out
+// again) and those the go and select rewrites replace or move (see
+// moving); and that, read with out's line directive, every line of out
 // names src's file and its own line.
 func checkLines(t *testing.T, src, out string, replaced ...string) {
 	t.Helper()
 	if got, want := lineCount(out), lineCount(src)+1; got != want {
 		t.Errorf("the rewritten file has %d lines, want %d", got, want)
 	}
-	before, _ := tokenLines(src)
-	after, adjusted := tokenLines(out)
+	before, _ := tokenLines(src, moving(t, src))
+	after, adjusted := tokenLines(out, nil)
 	for line, toks := range before {
 		toks = slices.DeleteFunc(toks, func(s string) bool { return slices.Contains(replaced, s) })
 		if !isSubsequence(toks, after[line]) {
@@ -162,9 +193,72 @@ func lineCount(s string) int {
 	return n
 }
 
-// tokenLines returns the tokens of src by line, and the position each
-// line's first token reports once line directives apply.
-func tokenLines(src string) (map[int][]string, map[int]token.Position) {
+// moving returns the offsets of src's tokens that the go and select
+// rewrites may replace or move to another line: the go keyword, the
+// parentheses, commas and ellipsis of its call, its function and its
+// arguments when they are on one line and not function literals; the
+// select keyword, and the case headers of its communications but the
+// left-hand sides of their assignments.
+func moving(t *testing.T, src string) func(int) bool {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, testPath, src, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	tf := fset.File(f.FileStart)
+	var ranges [][2]int
+	add := func(from, to token.Pos) { ranges = append(ranges, [2]int{tf.Offset(from), tf.Offset(to)}) }
+	oneLine := func(n ast.Node) bool {
+		_, lit := n.(*ast.FuncLit)
+		return !lit && tf.Line(n.Pos()) == tf.Line(n.End())
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.GoStmt:
+			c := n.Call
+			add(n.Go, c.Fun.Pos())
+			if oneLine(c.Fun) {
+				add(c.Fun.Pos(), c.Fun.End())
+			}
+			from := c.Lparen
+			for _, a := range c.Args {
+				add(from, a.Pos())
+				if oneLine(a) {
+					add(a.Pos(), a.End())
+				}
+				from = a.End()
+			}
+			add(from, c.Rparen+1)
+		case *ast.SelectStmt:
+			add(n.Select, n.Select+6)
+		case *ast.CommClause:
+			if n.Comm == nil {
+				break
+			}
+			if a, ok := n.Comm.(*ast.AssignStmt); ok {
+				add(n.Case, a.Pos())
+				add(a.TokPos+token.Pos(len(a.Tok.String())), n.Colon+1)
+			} else {
+				add(n.Case, n.Colon+1)
+			}
+		}
+		return true
+	})
+	return func(off int) bool {
+		for _, r := range ranges {
+			if r[0] <= off && off < r[1] {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// tokenLines returns the tokens of src by line, save those at the offsets
+// skip reports, and the position each line's first token reports once
+// line directives apply.
+func tokenLines(src string, skip func(int) bool) (map[int][]string, map[int]token.Position) {
 	fset := token.NewFileSet()
 	file := fset.AddFile(testPath, -1, len(src))
 	var s scanner.Scanner
@@ -182,6 +276,9 @@ func tokenLines(src string) (map[int][]string, map[int]token.Position) {
 		raw := fset.PositionFor(pos, false).Line
 		if _, ok := adjusted[raw]; !ok {
 			adjusted[raw] = fset.Position(pos)
+		}
+		if skip != nil && skip(file.Offset(pos)) {
+			continue
 		}
 		if lit == "" {
 			lit = tok.String()
@@ -484,9 +581,9 @@ type lazy struct{ once *sync.Once }
 type embedsOnce struct{ sync.Once }
 
 func f(l lazy, e *embedsOnce, init func()) {
-	ryield.P(&once).Do(init)
-	ryield.P(l.once).Do(init)
-	ryield.P(&e.Once).Do(init)
+	ryield.O(&once).Do(init)
+	ryield.O(l.once).Do(init)
+	ryield.O(&e.Once).Do(init)
 }
 `,
 			points: 3,
@@ -648,20 +745,20 @@ loop:
 import "sync/atomic"
 
 func f(ch chan int, out chan int64, done chan struct{}, n *int64, tag int) {
-	ryield.Point(); select {
-	case v := <-ch:
+	switch ryield_0, ryield_1, ryield_2, ryield_3, ryield_4 := ryield.R(/*line /src/p/p.go:7:14*/ch), ryield.R(/*line /src/p/p.go:9:18*/ch), ryield.S(/*line /src/p/p.go:11:7*/out, atomic.AddInt64(ryield.P(n), 1)), ryield.R(/*line /src/p/p.go:12:9*/done), ryield.S(/*line /src/p/p.go:13:7*/ch, ryield.Recv(ch)); ryield.Select(true, ryield_0, ryield_1, ryield_2, ryield_3, ryield_4)/*line /src/p/p.go:6:8*/ {
+	case 0: v := ryield_0.V;
 		_ = v
-	case v, ok := <-ch:
+	case 1: v, ok := ryield_1.V, ryield_1.OK;
 		_, _ = v, ok
-	case out <- atomic.AddInt64(ryield.P(n), 1):
-	case <-done:
-	case ch <- ryield.Recv(ch):
+	case 2:
+	case 3:
+	case 4:
 	default:
 	}
 loop:
 	for {
-	ryield.Point(); wait: select {
-		case <-done:
+	wait: switch ryield_0 := ryield.R(/*line /src/p/p.go:19:10*/done); ryield.Select(true, ryield_0)/*line /src/p/p.go:18:14*/ {
+		case 0:
 			break loop
 		default:
 			break wait
@@ -673,6 +770,435 @@ loop:
 }
 `,
 			points: 5,
+		},
+		{
+			name: "Close",
+			src: `
+type C chan int
+
+func generic[T ~chan int](c T) { close(c) }
+
+func f(ch chan int, out chan<- string, c C) {
+	close(ch)
+	defer close(out)
+	close(c)
+	go close(ch)
+	func() {
+		close := func(chan int) {}
+		close(ch)
+	}()
+}
+`,
+			want: `
+type C chan int
+
+func generic[T ~chan int](c T) { close(c) }
+
+func f(ch chan int, out chan<- string, c C) {
+	ryield.Close(ch)
+	defer ryield.Close(out)
+	ryield.Close(c)
+	go close(ch)
+	func() {
+		close := func(chan int) {}
+		close(ch)
+	}()
+}
+`,
+			points: 3,
+		},
+		{
+			name: "Go",
+			src: `
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+type counter struct{ n int }
+
+func (c *counter) inc(d int) { c.n += d }
+func (c counter) get() int   { return c.n }
+func (c *counter) run()      {}
+
+func g[T any](v T)             {}
+func h[T, U any](t T, u U) int { return 0 }
+func variadic(xs ...int)       {}
+func pair(a, b int)            {}
+func fn(f func(int))           {}
+
+const N = 3
+
+func f(c counter, pc *counter, x int, xs []int, o *sync.Once, mu *sync.Mutex, n *atomic.Int64, a int) {
+	go c.inc(x)
+	go pc.inc(1)
+	go c.get()
+	go c.run()
+	go pc.run()
+	go variadic(xs...)
+	go variadic(x, N, x)
+	go pair(N, 2)
+	go g(1)
+	go g(x)
+	go g[int](x)
+	go h[int](x, "s")
+	go fn(g)
+	go fmt.Println("x", x, nil)
+	go func(v int) {
+		_ = v
+	}(x)
+	go func() {
+		fmt.Println(x)
+	}()
+	go o.Do(func() {})
+	go mu.Unlock()
+	go n.Add(1)
+	go atomic.AddInt64(new(int64), 1)
+L:
+	go pair(x,
+		a, // the second
+	)
+	goto L
+}
+`,
+			want: `
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+type counter struct{ n int }
+
+func (c *counter) inc(d int) { c.n += d }
+func (c counter) get() int   { return c.n }
+func (c *counter) run()      {}
+
+func g[T any](v T)             {}
+func h[T, U any](t T, u U) int { return 0 }
+func variadic(xs ...int)       {}
+func pair(a, b int)            {}
+func fn(f func(int))           {}
+
+const N = 3
+
+func f(c counter, pc *counter, x int, xs []int, o *sync.Once, mu *sync.Mutex, n *atomic.Int64, a int) {
+	{ ryield_f, ryield_0 := c.inc, x; ryield.Go(func() { ryield_f(ryield_0) }) }
+	{ ryield_f := pc.inc; ryield.Go(func() { ryield_f(1) }) }
+	{ ryield_f := c.get; ryield.Go(func() { ryield_f() }) }
+	ryield.Go(c.run)
+	ryield.Go(pc.run)
+	{ ryield_0 := xs; ryield.Go(func() { variadic(ryield_0...) }) }
+	{ ryield_0, ryield_2 := x, x; ryield.Go(func() { variadic(ryield_0, N, ryield_2) }) }
+	ryield.Go(func() { pair(N, 2) })
+	ryield.Go(func() { g(1) })
+	{ ryield_0 := x; ryield.Go(func() { g(ryield_0) }) }
+	{ ryield_0 := x; ryield.Go(func() { g[int](ryield_0) }) }
+	{ ryield_0 := x; ryield.Go(func() { h[int](ryield_0, "s") }) }
+	ryield.Go(func() { fn(g) })
+	{ ryield_1 := x; ryield.Go(func() { fmt.Println("x", ryield_1, nil) }) }
+	{ ryield_f, ryield_0 := func(v int) {
+		_ = v
+	}, x; ryield.Go(func() { ryield_f(ryield_0) }) }
+	ryield.Go(func() {
+		fmt.Println(x)
+	})
+	{ ryield_f, ryield_0 := ryield.O(o).Do, func() {}; ryield.Go(func() { ryield_f(ryield_0) }) }
+	ryield.Go(ryield.M(mu).Unlock)
+	{ ryield_f := ryield.P(n).Add; ryield.Go(func() { ryield_f(1) }) }
+	{ ryield_0 := ryield.P(new(int64)); ryield.Go(func() { atomic.AddInt64(ryield_0, 1) }) }
+L:
+	{ ryield_0, ryield_1 := x,
+		a // the second
+	; ryield.Go(func() { pair(ryield_0, ryield_1) }) }
+	goto L
+}
+`,
+			points: 25,
+		},
+		{
+			name: "GoLeft",
+			src: `
+type myBool bool
+
+func two() (int, int)  { return 0, 0 }
+func pair(a, b int)    {}
+func takes(b myBool)   {}
+func shift(v int64)    {}
+
+const N = 3
+
+func f(ch chan int, a, b int, s uint) {
+	go println(a)
+	go close(ch)
+	go pair(two())
+	go takes(a == b)
+	go shift(1 << s)
+	go pair(a, N +
+		1)
+}
+`,
+		},
+		{
+			name: "GoTemps",
+			src: `
+var ryield_f int
+
+func use(int) {}
+
+func f(x int) {
+	go use(x)
+}
+`,
+			want: `
+var ryield_f int
+
+func use(int) {}
+
+func f(x int) {
+	{ ryieldx2_0 := x; ryield.Go(func() { use(ryieldx2_0) }) }
+}
+`,
+			points: 1,
+		},
+		{
+			name: "SelectForms",
+			src: `
+type myErr struct{}
+
+func (*myErr) Error() string { return "" }
+
+func use(...any) {}
+
+func f(a, c, d chan int, b chan<- int, x int, errs chan error, cc chan chan int) {
+	var w int
+	var ok bool
+	select {
+	case v := <-a:
+		use(v)
+	case b <- x:
+		use(1)
+	case w, ok = <-c:
+		use(w, ok)
+	case <-d:
+	default:
+		use(2)
+	}
+L:
+	select {
+	case errs <- &myErr{}: // a comment
+		break L
+	// between the cases
+
+	case v, ok := <-(<-cc):
+		use(v, ok)
+	case (<-a):
+	case _, _ = <-a:
+	case w = <-c:
+		go use(w)
+	}
+}
+
+func loop(a, c, d chan int) int {
+	for {
+		select {
+		case <-a:
+			continue
+		case v := <-c:
+			select {
+			case d <- v:
+			case <-a:
+				return v
+			}
+		}
+	}
+}
+
+func last(a chan int) int {
+	select {
+	case v := <-a:
+		return v
+	case <-a:
+		return 0
+	}
+}
+
+func oneLine(a chan int) { select { case v := <-a: use(v) } }
+`,
+			want: `
+type myErr struct{}
+
+func (*myErr) Error() string { return "" }
+
+func use(...any) {}
+
+func f(a, c, d chan int, b chan<- int, x int, errs chan error, cc chan chan int) {
+	var w int
+	var ok bool
+	switch ryield_0, ryield_1, ryield_2, ryield_3 := ryield.R(/*line /src/p/p.go:13:14*/a), ryield.S(/*line /src/p/p.go:15:7*/b, x), ryield.R(/*line /src/p/p.go:17:17*/c), ryield.R(/*line /src/p/p.go:19:9*/d); ryield.Select(true, ryield_0, ryield_1, ryield_2, ryield_3)/*line /src/p/p.go:12:8*/ {
+	case 0: v := ryield_0.V;
+		use(v)
+	case 1:
+		use(1)
+	case 2: w, ok = ryield_2.V, ryield_2.OK;
+		use(w, ok)
+	case 3:
+	default:
+		use(2)
+	}
+L:
+	switch ryield_0, ryield_1, ryield_2, ryield_3, ryield_4 := ryield.S[error](/*line /src/p/p.go:25:7*/errs, &myErr{}), ryield.R(/*line /src/p/p.go:29:18*/(ryield.Recv(cc))), ryield.R(/*line /src/p/p.go:31:10*/a), ryield.R(/*line /src/p/p.go:32:16*/a), ryield.R(/*line /src/p/p.go:33:13*/c); ryield.Select(false, ryield_0, ryield_1, ryield_2, ryield_3, ryield_4)/*line /src/p/p.go:24:8*/ {
+	case 0: // a comment
+		break L
+	// between the cases
+
+	case 1: v, ok := ryield_1.V, ryield_1.OK;
+		use(v, ok)
+	case 2:
+	case 3: _, _ = ryield_3.V, ryield_3.OK;
+	default: w = ryield_4.V;
+		{ ryield_0 := w; ryield.Go(func() { use(ryield_0) }) }
+	}
+}
+
+func loop(a, c, d chan int) int {
+	for {
+		switch ryield_0, ryield_1 := ryield.R(/*line /src/p/p.go:41:10*/a), ryield.R(/*line /src/p/p.go:43:15*/c); ryield.Select(false, ryield_0, ryield_1)/*line /src/p/p.go:40:9*/ {
+		case 0:
+			continue
+		default: v := ryield_1.V;
+			switch ryield_0, ryield_1 := ryield.S(/*line /src/p/p.go:45:9*/d, v), ryield.R(/*line /src/p/p.go:46:11*/a); ryield.Select(false, ryield_0, ryield_1)/*line /src/p/p.go:44:10*/ {
+			case 0:
+			default:
+				return v
+			}
+		}
+	}
+}
+
+func last(a chan int) int {
+	switch ryield_0, ryield_1 := ryield.R(/*line /src/p/p.go:55:14*/a), ryield.R(/*line /src/p/p.go:57:9*/a); ryield.Select(false, ryield_0, ryield_1)/*line /src/p/p.go:54:8*/ {
+	case 0: v := ryield_0.V;
+		return v
+	default:
+		return 0
+	}
+}
+
+func oneLine(a chan int) { switch ryield_0 := ryield.R(a); ryield.Select(false, ryield_0) { default: v := ryield_0.V; use(v) } }
+`,
+			points: 8,
+		},
+		{
+			name: "SelectLeft",
+			src: `
+import "io"
+
+type myBool bool
+
+func use(...any) {}
+
+func f(a chan int, get func() chan int, mb myBool) {
+	var v int
+	select {
+	case <-get(
+	):
+	}
+	select {
+	case v, mb = <-a:
+		use(v)
+	}
+	select {}
+	select {
+	default:
+	}
+}
+
+func generic[C ~chan int](c C, a chan int) {
+	select {
+	case <-c:
+	case <-a:
+	}
+}
+
+type myReader struct{}
+
+func (*myReader) Read([]byte) (int, error) { return 0, nil }
+
+func unspellable(readers chan io.Reader, r *myReader, a chan int) {
+	type io int
+	select {
+	case readers <- r:
+	case <-a:
+	}
+}
+`,
+			want: `
+import "io"
+
+type myBool bool
+
+func use(...any) {}
+
+func f(a chan int, get func() chan int, mb myBool) {
+	var v int
+	ryield.Point(); select {
+	case <-get(
+	):
+	}
+	ryield.Point(); select {
+	case v, mb = <-a:
+		use(v)
+	}
+	ryield.Point(); select {}
+	ryield.Point(); select {
+	default:
+	}
+}
+
+func generic[C ~chan int](c C, a chan int) {
+	ryield.Point(); select {
+	case <-c:
+	case <-a:
+	}
+}
+
+type myReader struct{}
+
+func (*myReader) Read([]byte) (int, error) { return 0, nil }
+
+func unspellable(readers chan io.Reader, r *myReader, a chan int) {
+	type io int
+	ryield.Point(); select {
+	case readers <- r:
+	case <-a:
+	}
+}
+`,
+			points: 6,
+		},
+		{
+			name: "SelectNested",
+			src: `
+func use(...any) {}
+
+func f(a chan int, x int) {
+	select {
+	case <-func() chan int { go use(x, 1); select { case v := <-a: use(v) }; return a }():
+	}
+}
+`,
+			want: `
+func use(...any) {}
+
+func f(a chan int, x int) {
+	switch ryield_0 := ryield.R(/*line /src/p/p.go:7:9*/func() chan int { { ryield_0 := x; ryield.Go(func() { use(ryield_0, 1) }) }; switch ryield_0 := ryield.R(a); ryield.Select(false, ryield_0) { default: v := ryield_0.V; use(v) }; return a }()); ryield.Select(false, ryield_0)/*line /src/p/p.go:6:8*/ {
+	default:
+	}
+}
+`,
+			points: 3,
 		},
 		{
 			name: "Nested",
@@ -732,7 +1258,6 @@ func f(ch chan int, l sync.Locker, wg *sync.WaitGroup) {
 	for v := range ch {
 		_ = v
 	}
-	go generic(ch)
 	l.Lock()
 	wg.Wait()
 	_ = (*sync.Mutex).Lock
@@ -787,10 +1312,73 @@ func TestFileHeaderAndFooter(t *testing.T) {
 	}
 }
 
+// A file that imports package yield calls its hooks itself, where it wants
+// them, and is left as it is.
+func TestFileLeavesCodeThatCallsTheHooks(t *testing.T) {
+	src := "package p\n\nimport (\n\t\"sync/atomic\"\n\n\t\"" + YieldPath + "\"\n)\n\nfunc f(n *atomic.Int64, ch chan int) int64 {\n\tyield.Point()\n\tch <- 1\n\treturn yield.P(n).Load()\n}\n"
+	fset, f, info := check(t, src)
+	out, n, err := File(fset, f, []byte(src), info)
+	if err != nil || out != nil || n != 0 {
+		t.Errorf("File = %q, %d, %v; want the file left as it is", out, n, err)
+	}
+}
+
 func TestFileRejectsOtherSource(t *testing.T) {
 	src := "package p\n\nfunc f(ch chan int) { <-ch }\n"
 	fset, f, info := check(t, src)
 	if _, _, err := File(fset, f, []byte(src+"\n"), info); err == nil {
 		t.Error("File with a source longer than the parsed file's succeeded")
+	}
+}
+
+// The channel and value expressions a select's rewrite moves up to the
+// switch's line keep their lines, by the /*line*/ directives around them
+// (a case's first expression its column too), and the text after them
+// gets the select's line back.
+func TestFileSelectKeepsPositions(t *testing.T) {
+	const src = `package p
+
+func f(chA chan int, chB chan<- int, val int) {
+	select {
+	case v := <-chA:
+		_ = v
+	case chB <- val:
+	}
+	_ = val + 1
+}
+`
+	out, _ := rewrite(t, src)
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, testPath, out, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"chA": {"3:8", "5:14"},
+		"chB": {"3:22", "7:7"},
+		"val": {"3:38", "7", "9:6"},
+	}
+	got := map[string][]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && want[id.Name] != nil {
+			p := fset.Position(id.Pos())
+			if p.Filename != testPath {
+				t.Errorf("%s is in %s", id.Name, p.Filename)
+			}
+			at := fmt.Sprintf("%d:%d", p.Line, p.Column)
+			if id.Name == "val" && p.Line == 7 {
+				at = fmt.Sprint(p.Line) // after chB, on its line
+			}
+			got[id.Name] = append(got[id.Name], at)
+		}
+		return true
+	})
+	for name, pos := range want {
+		if !slices.Equal(got[name], pos) {
+			t.Errorf("%s is at %q in the rewritten file, want %q:\n%s", name, got[name], pos, out)
+		}
+	}
+	if sw := f.Decls[1].(*ast.FuncDecl).Body.List[0].(*ast.SwitchStmt); fset.Position(sw.Body.Lbrace).Line != 4 {
+		t.Errorf("the switch's { is at %s, want line 4:\n%s", fset.Position(sw.Body.Lbrace), out)
 	}
 }

@@ -22,7 +22,8 @@ func requireYield(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
 	}
-	hooks := map[string]bool{"P": false, "Point": false, "M": false, "RW": false, "Send": false, "Recv": false, "Recv2": false, "Mark": false, "Instrumented": false}
+	hooks := map[string]bool{"P": false, "Point": false, "M": false, "RW": false, "Send": false, "Recv": false, "Recv2": false, "Mark": false, "Instrumented": false,
+		"Go": false, "Close": false, "O": false, "R": false, "S": false, "Select": false}
 	dir := filepath.Join("..", "..", "yield")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -67,13 +68,15 @@ func TestRewriteModule(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(res.Dir) })
 
-	files := []string{filepath.Join(dir, "quota", "quota.go"), filepath.Join(dir, "quota", "quota_test.go")}
+	files := []string{filepath.Join(dir, "cmd", "pipeline", "main.go"), filepath.Join(dir, "quota", "quota.go"), filepath.Join(dir, "quota", "quota_test.go")}
 	if !slices.Equal(res.Files, files) {
 		t.Errorf("Rewrite().Files = %q, want %q", res.Files, files)
 	}
-	// quota.go: 3 Lock, 3 Unlock, Add, Load, 2 selects; the test: 2 receives, a send.
-	if res.Points != 13 {
-		t.Errorf("Rewrite().Points = %d, want 13", res.Points)
+	// main.go: a Once, 5 selects, 4 go statements, 4 closes, 2 receives;
+	// quota.go: 3 Lock, 3 Unlock, Add, Load, 2 selects; the test: 2
+	// receives, a send, a go statement, a close.
+	if res.Points != 31 {
+		t.Errorf("Rewrite().Points = %d, want 31", res.Points)
 	}
 	var overlay struct{ Replace map[string]string }
 	data, err := os.ReadFile(res.Overlay)
@@ -132,7 +135,7 @@ func TestRewriteModuleFields(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(res.Dir) })
 
 	naive := filepath.Join(dir, "naive", "naive.go")
-	files := []string{naive, filepath.Join(dir, "quota", "quota.go"), filepath.Join(dir, "quota", "quota_test.go")}
+	files := []string{filepath.Join(dir, "cmd", "pipeline", "main.go"), naive, filepath.Join(dir, "quota", "quota.go"), filepath.Join(dir, "quota", "quota_test.go")}
 	if !slices.Equal(res.Files, files) {
 		t.Errorf("Rewrite().Files = %q, want %q", res.Files, files)
 	}
@@ -177,6 +180,62 @@ func TestRewriteModuleFields(t *testing.T) {
 		if !bytes.Contains(out, []byte("--- PASS: "+test)) {
 			t.Errorf("go test -overlay did not pass %s:\n%s", test, out)
 		}
+	}
+}
+
+// TestRewriteProgram rewrites testdata/mod's cmd/pipeline, whose workers
+// are started by go statements, fed, collected and stopped by select
+// statements, closes and a Once, and runs it with the overlay, outside
+// controlled runs: it prints what it prints when not rewritten.
+func TestRewriteProgram(t *testing.T) {
+	requireYield(t)
+	dir, err := filepath.Abs(filepath.Join("testdata", "mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOWORK", "off")
+	res, err := Rewrite(Config{Dir: dir, Patterns: []string{"./cmd/pipeline"}})
+	if err != nil {
+		t.Fatalf("Rewrite: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(res.Dir) })
+	main := filepath.Join(dir, "cmd", "pipeline", "main.go")
+	if !slices.Equal(res.Files, []string{main}) {
+		t.Fatalf("Rewrite().Files = %q, want %q", res.Files, main)
+	}
+	var overlay struct{ Replace map[string]string }
+	data, err := os.ReadFile(res.Overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &overlay); err != nil {
+		t.Fatalf("the overlay: %v", err)
+	}
+	rewritten, err := os.ReadFile(overlay.Replace[main])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hook := range []string{"ryield.Go(", "ryield.Select(false, ", "ryield.Select(true, ", "ryield.S[error](", "ryield.Close(", "ryield.O(&p.once).Do(", "ryield_1...)"} {
+		if !bytes.Contains(rewritten, []byte(hook)) {
+			t.Errorf("the rewritten main.go does not call %s:\n%s", hook, rewritten)
+		}
+	}
+	if bytes.Contains(rewritten, []byte("select {")) || bytes.Contains(rewritten, []byte("\tgo ")) {
+		t.Errorf("the rewritten main.go has a select or go statement left:\n%s", rewritten)
+	}
+
+	cmd := exec.Command("go", "run", "-overlay", res.Overlay, "./cmd/pipeline")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go run -overlay: %v\n%s", err, out)
+	}
+	const want = "squares [1 4 9 16 36 49 64 81 121 144]\n" +
+		"failures [10 failed 5 failed] 2\n" +
+		"workers started 1, quit open false\n" +
+		"instrumented true\n"
+	if string(out) != want {
+		t.Errorf("go run -overlay printed\n%s\nwant\n%s", out, want)
 	}
 }
 
