@@ -220,7 +220,17 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		// are then under control too.
 		built := make(chan struct{})
 		openErr := error(&harness.Fault{Cause: harness.FactoryExited})
-		fs := make([]func(), max(1, len(lists)))
+		// Only the goroutines with operations run: the minimizer drops a
+		// goroutine whose list it has emptied, and the schedule of the
+		// scenario it keeps must mean what it meant in the run that
+		// failed.
+		var busy []int
+		for i, l := range lists {
+			if len(l) > 0 {
+				busy = append(busy, i)
+			}
+		}
+		fs := make([]func(), max(1, len(busy)))
 		for i := range fs {
 			fs[i] = func() {
 				if i > 0 {
@@ -236,8 +246,8 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 						}
 					}()
 				}
-				if openErr == nil && i < len(lists) {
-					body(i)
+				if openErr == nil && i < len(busy) {
+					body(busy[i])
 				}
 			}
 		}
