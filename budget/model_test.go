@@ -76,8 +76,12 @@ func checkCoverage(t *testing.T, s *seqcheck.Stats) {
 	t.Helper()
 	g, d := s.Granted.Load(), s.Denied.Load()
 	t.Logf("retries granted %d, denied %d", g, d)
-	if g < 100 || d < 100 {
-		t.Errorf("the check saw %d granted and %d denied retries; want at least 100 of each", g, d)
+	least := int64(100)
+	if testing.Short() {
+		least = 10 // rapid makes a fifth of its checks under -short
+	}
+	if g < least || d < least {
+		t.Errorf("the check saw %d granted and %d denied retries; want at least %d of each", g, d, least)
 	}
 }
 
