@@ -201,6 +201,7 @@ func concurrentDemos() []overlap {
 		{"wild.LostRefundBucket", []model.Op{tr}, okTr, th, b(func(c, tr, th, b int64) budget.Budget { return NewLostRefundBucket(c, tr, th, b) })},
 		{"wild.AddThenUndoBucket", []model.Op{th, th}, tr, okTr, b(func(c, tr, th, b int64) budget.Budget { return NewAddThenUndoBucket(c, tr, th, b) })},
 		{"wild.CheckThenActBucket", nil, tr, tr, b(func(c, tr, th, b int64) budget.Budget { return NewCheckThenActBucket(c, tr, th, b) })},
+		{"wild.WorkerPoolBucket", nil, tr, tr, b(func(c, tr, th, b int64) budget.Budget { return NewWorkerPoolBucket(c, tr, th, b) })},
 		{"wild.LostChargeBucket", []model.Op{tr}, okF, th, b(func(c, tr, th, b int64) budget.Budget { return NewLostChargeBucket(c, tr, th, b) })},
 		{"wild.SplitLockBucket", nil, tr, tr, b(func(c, tr, th, b int64) budget.Budget { return NewSplitLockBucket(c, tr, th, b) })},
 		{"wild.StaleCASThrottle", []model.Op{tr, tr, tr}, tr, tr, func() budget.Budget { return NewStaleCASThrottle(grpcModel.Max, grpcModel.Ratio) }},

@@ -145,6 +145,8 @@ func Cases() []Case {
 		// Concurrency.
 		mk(ClassConcurrency, "Retry loads, compares and stores without compare-and-swap, so concurrent retries overwrite each other's withdrawal.",
 			plain("wild.CheckThenActBucket", plainModel, bucket(plainModel, func(c, tr, th, b int64) budget.Budget { return NewCheckThenActBucket(c, tr, th, b) }))),
+		mk(ClassConcurrency, "The budget serves its calls from two goroutines it starts, and a worker's Retry loads, compares and then subtracts, so two workers can both spend the last tokens.",
+			plain("wild.WorkerPoolBucket", plainModel, bucket(plainModel, func(c, tr, th, b int64) budget.Budget { return NewWorkerPoolBucket(c, tr, th, b) }))),
 		mk(ClassConcurrency, "Success loads, adds and stores, so it can write back a balance from before a concurrent withdrawal.",
 			plain("wild.LostChargeBucket", plainModel, bucket(plainModel, func(c, tr, th, b int64) budget.Budget { return NewLostChargeBucket(c, tr, th, b) }))),
 		mk(ClassConcurrency, "The mutex covers the balance check but not the withdrawal, so concurrent retries overdraw the bucket.",

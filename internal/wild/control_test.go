@@ -15,6 +15,8 @@ import (
 	"github.com/retrybudget/retrybudget/yield"
 )
 
+var controlOnly = flag.String("control.only", "", "comma-separated names (wild.CheckThenActBucket, mutants.MissingLock, ...) of the concurrency bugs TestControlledCatchRates measures; empty: all")
+
 var controlRuns = flag.Int("control.runs", 0, "how many runs, each with a fresh -budgettest.seed, TestControlledCatchRates makes of the Linearizable check on every concurrency bug (0: skipped; needs the code instrumented by cmd/budgetcheck)")
 
 // concurrencyCases are the bugs that only an interleaving shows: the
@@ -50,6 +52,13 @@ func TestControlledCatchRates(t *testing.T) {
 	var b strings.Builder
 	all := 0
 	cases := concurrencyCases()
+	if *controlOnly != "" {
+		only := strings.Split(*controlOnly, ",")
+		cases = slices.DeleteFunc(cases, func(c Case) bool { return !slices.Contains(only, c.Name) })
+		if len(cases) == 0 {
+			t.Fatalf("-control.only=%s names no concurrency bug", *controlOnly)
+		}
+	}
 	for _, c := range cases {
 		caught, controlledCatch := 0, 0
 		var took, found []time.Duration
