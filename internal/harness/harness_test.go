@@ -66,6 +66,34 @@ func TestOpenMapsEachFactoryFailure(t *testing.T) {
 	}
 }
 
+// Build, on the calling goroutine, maps a panic and a nil budget to the
+// same causes as Open, and returns a budget and its closer otherwise.
+func TestBuildMapsEachFactoryFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		new  func(budget.Clock) budget.Budget
+		want harness.Cause
+	}{
+		{"panics", func(budget.Clock) budget.Budget { panic("no config") }, harness.FactoryPanicked},
+		{"nil", func(budget.Clock) budget.Budget { return nil }, harness.FactoryNil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, closer, err := harness.Subject[struct{}]{New: tc.new}.Build(new(budget.ManualClock))
+			if f := fault(t, err); f.Cause != tc.want || b != nil || closer != nil {
+				t.Errorf("cause %v, budget %v, want %v and no budget", f.Cause, b, tc.want)
+			}
+		})
+	}
+	b, closer, err := harness.Subject[struct{}]{New: func(budget.Clock) budget.Budget {
+		b, _ := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+		return b
+	}}.Build(new(budget.ManualClock))
+	if err != nil || b == nil || closer == nil {
+		t.Fatalf("Build of a working factory = %v, %v", b, err)
+	}
+	closer()
+}
+
 func TestGuardReportsAStuckCall(t *testing.T) {
 	var mu sync.Mutex
 	mu.Lock()

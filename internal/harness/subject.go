@@ -74,11 +74,7 @@ func (s Subject[S]) Open(clock budget.Clock) (budget.Budget, func()) {
 				return
 			}
 			if p := recover(); p != nil {
-				if f, ok := p.(*Fault); ok {
-					ch <- built{fault: f}
-					return
-				}
-				ch <- built{fault: &Fault{Cause: FactoryPanicked, Value: p, Stack: string(debug.Stack())}}
+				ch <- built{fault: factoryFault(p)}
 				return
 			}
 			ch <- built{fault: &Fault{Cause: FactoryExited}}
@@ -109,11 +105,7 @@ func (s Subject[S]) Build(clock budget.Clock) (b budget.Budget, closeBudget func
 			return
 		}
 		if p := recover(); p != nil {
-			if f, ok := p.(*Fault); ok {
-				err = f
-			} else {
-				err = &Fault{Cause: FactoryPanicked, Value: p, Stack: string(debug.Stack())}
-			}
+			err = factoryFault(p)
 		}
 	}()
 	b = s.New(clock)
@@ -122,6 +114,15 @@ func (s Subject[S]) Build(clock budget.Clock) (b budget.Budget, closeBudget func
 		return nil, nil, &Fault{Cause: FactoryNil}
 	}
 	return b, func() { Close(b) }, nil
+}
+
+// factoryFault is the Fault of a factory that panicked with p, read while
+// the panicking stack is still there.
+func factoryFault(p any) *Fault {
+	if f, ok := p.(*Fault); ok {
+		return f
+	}
+	return &Fault{Cause: FactoryPanicked, Value: p, Stack: string(debug.Stack())}
 }
 
 // Close closes b if it has a Close() error method. A panic in Close
