@@ -285,13 +285,16 @@ func minimizeSchedules(n int) int {
 
 // shrinkSchedule makes the failing schedule of s preempt less often (a
 // preemption is a step at which the goroutine that had the baton could
-// have gone on). It keeps the shortest prefix of the choices, up to a
-// preemption, after which the run still fails without preempting again;
-// then, at each preemption in turn, it tries letting that goroutine go on,
-// again without preempting after it, and keeps the run's choices when it
-// still fails with fewer preemptions, until a pass changes nothing. Each run is a replay, so the result is the same every time; it
-// stops after within. It returns the number of preemptions before and
-// after.
+// have gone on). It first searches the schedules with one preemption, and
+// then, for a short run, those with two, exhaustively, in order: the run
+// that never preempts (yield.Serial), switched at one step to another
+// goroutine, then at a later step again, going on without preempting.
+// When neither holds a failing run it shrinks greedily: it keeps the
+// shortest prefix of the choices, up to a preemption, after which the run
+// still fails without preempting again, then tries letting the goroutine
+// preempted at each preemption left go on. Each run is a replay, so the
+// result is the same every time; it stops after within. It returns the
+// number of preemptions before and after.
 func (sub Subject[S]) shrinkSchedule(t *testing.T, s linearizability.Scenario, w linearizability.Result[S], within time.Duration) (linearizability.Scenario, linearizability.Result[S], int, int) {
 	deadline := time.Now().Add(within)
 	run := func(o yield.Options) (linearizability.Result[S], yield.Report, bool) {
@@ -307,11 +310,10 @@ func (sub Subject[S]) shrinkSchedule(t *testing.T, s linearizability.Scenario, w
 	w = r
 	before := len(cur.Preemptions)
 	// A candidate keeps a prefix of the choices and lets the run go on
-	// without preempting: PCT of depth 1 switches only when the goroutine
-	// with the baton blocks or returns.
+	// without preempting.
 	prefix := func(sched []int) yield.Options {
 		o := cur.Options
-		o.Strategy = yield.PCT(1)
+		o.Strategy = yield.Serial()
 		o.Schedule = sched
 		return o
 	}
@@ -322,6 +324,43 @@ func (sub Subject[S]) shrinkSchedule(t *testing.T, s linearizability.Scenario, w
 			return true
 		}
 		return false
+	}
+	goroutines := slices.Max(cur.Options.Schedule) + 1
+	// switched returns the candidates that switch base, a schedule that
+	// never preempts after step from, to another goroutine at one step
+	// after from, and runs them until one fails; it returns the reports of
+	// those that did not.
+	switched := func(base []int, from int) (bool, []yield.Report) {
+		var tried []yield.Report
+		for j := from + 1; j < len(base); j++ {
+			for g := range goroutines {
+				if g == base[j] || !time.Now().Before(deadline) {
+					continue
+				}
+				o := prefix(append(slices.Clone(base[:j]), g))
+				r, rep, ok := run(o)
+				if ok && len(rep.Preemptions) < len(cur.Preemptions) {
+					cur, w = rep, r
+					return true, nil
+				}
+				tried = append(tried, rep)
+			}
+		}
+		return false, tried
+	}
+	if len(cur.Preemptions) > 1 {
+		_, serial, _ := run(prefix(nil))
+		found, once := switched(serial.Options.Schedule, -1)
+		for _, rep := range once {
+			if found || len(cur.Preemptions) <= 2 || len(rep.Options.Schedule) > shortSchedule || len(rep.Preemptions) != 1 {
+				break
+			}
+			found, _ = switched(rep.Options.Schedule, rep.Preemptions[0])
+		}
+		if found {
+			s.Control = &cur.Options
+			return s, w, before, len(cur.Preemptions)
+		}
 	}
 	// First the shortest prefix, up to a preemption, after which the run
 	// still fails without preempting again.
@@ -349,6 +388,18 @@ func (sub Subject[S]) shrinkSchedule(t *testing.T, s linearizability.Scenario, w
 	s.Control = &cur.Options
 	return s, w, before, len(cur.Preemptions)
 }
+
+// plural spells n things: "1 preemption", "3 preemptions".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// shortSchedule is the longest schedule whose two-preemption variants
+// shrinkSchedule searches: their number grows with its square.
+const shortSchedule = 64
 
 // minimizeBudget is the time left to minimize in, of within, after spent
 // has gone on narrowing: never less than a twelfth of within, so that a
@@ -450,7 +501,7 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 	if best.Control != nil && len(best.Control.Schedule) > 0 {
 		var before, after int
 		best, witness, before, after = sub.shrinkSchedule(t, best, witness, minimizeBudget(minimizeWithin, elapsed()))
-		switches = fmt.Sprintf(" (%d preemptions, shrunk from %d)", after, before)
+		switches = fmt.Sprintf(" (%s, shrunk from %d)", plural(after, "preemption"), before)
 	}
 	html, js, note := linearizability.Report(t, witness, linearizability.Fixture{
 		Name: sub.name() + "-violation", Budget: sub.name(), Rule: string(ruleLinearizable), Scenario: &best,

@@ -35,7 +35,7 @@ func Instrumented() bool { return marked.Load() }
 
 // A Strategy chooses, at each yield point, which goroutine runs next.
 type Strategy struct {
-	// Kind is "pct" or "walk"; "" is "pct".
+	// Kind is "pct", "walk" or "serial"; "" is "pct".
 	Kind string `json:"kind,omitempty"`
 	// Depth is PCT's d: d−1 priority-change points. Zero is 3.
 	Depth int `json:"depth,omitempty"`
@@ -53,6 +53,12 @@ func PCT(depth int) Strategy { return Strategy{Kind: "pct", Depth: depth} }
 // goroutine with equal probability.
 func Walk() Strategy { return Strategy{Kind: "walk"} }
 
+// Serial returns the strategy that never preempts: the goroutine with the
+// baton runs on while it can, and when it blocks or returns, the runnable
+// goroutine of lowest index runs. Given after a schedule, it runs the rest
+// of the run without another preemption.
+func Serial() Strategy { return Strategy{Kind: "serial"} }
+
 func (s Strategy) depth() int {
 	if s.Depth <= 0 {
 		return 3
@@ -61,8 +67,8 @@ func (s Strategy) depth() int {
 }
 
 func (s Strategy) String() string {
-	if s.Kind == "walk" {
-		return "walk"
+	if s.Kind == "walk" || s.Kind == "serial" {
+		return s.Kind
 	}
 	return "pct" + strconv.Itoa(s.depth())
 }
@@ -130,6 +136,8 @@ func ParseOptions(s string) (Options, error) {
 	switch st := fields[0]; {
 	case st == "walk":
 		o.Strategy = Walk()
+	case st == "serial":
+		o.Strategy = Serial()
 	case strings.HasPrefix(st, "pct"):
 		d, err := strconv.Atoi(st[3:])
 		if err != nil || d < 1 || d > 64 {
@@ -137,7 +145,7 @@ func ParseOptions(s string) (Options, error) {
 		}
 		o.Strategy = PCT(d)
 	default:
-		return bad("the strategy %q is neither walk nor pctN", st)
+		return bad("the strategy %q is not walk, serial nor pctN", st)
 	}
 	for _, f := range fields[1:] {
 		k, v, ok := strings.Cut(f, "=")
@@ -339,7 +347,7 @@ func newRun(opt Options, n int) *run {
 	for i := range n {
 		r.gs = append(r.gs, &gor{id: i, baton: make(chan struct{}, 1), prio: d + prios[i]*prioritySpread + prioritySpread/2})
 	}
-	if opt.Strategy.Kind != "walk" {
+	if opt.Strategy.Kind != "walk" && opt.Strategy.Kind != "serial" {
 		for range d - 1 {
 			r.changes = append(r.changes, 1+r.rng.IntN(opt.Length))
 		}
@@ -564,8 +572,14 @@ func (r *run) pickLocked(from *gor) *gor {
 
 // choose applies the strategy.
 func (r *run) choose(from *gor, ready []*gor, step int) *gor {
-	if r.opt.Strategy.Kind == "walk" {
+	switch r.opt.Strategy.Kind {
+	case "walk":
 		return ready[r.rng.IntN(len(ready))]
+	case "serial":
+		if from != nil && from.st == runnable {
+			return from
+		}
+		return ready[0]
 	}
 	for len(r.changes) > 0 && r.changes[0] <= step {
 		r.changes = r.changes[1:]

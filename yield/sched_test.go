@@ -231,3 +231,19 @@ func TestRunOfNothing(t *testing.T) {
 		t.Errorf("Run() = %v", rep)
 	}
 }
+
+// Serial never preempts: a goroutine runs on until it returns, so the
+// check-then-act never shows, no step is a preemption, and its options
+// read back.
+func TestSerialNeverPreempts(t *testing.T) {
+	for seed := range uint64(20) {
+		bad, rep := overspend(yield.Options{Seed: seed, Strategy: yield.Serial()})
+		if bad || len(rep.Preemptions) > 0 || rep.Free {
+			t.Fatalf("seed %d: overspend=%v, %v", seed, bad, rep)
+		}
+	}
+	o, err := yield.ParseOptions("serial,seed=3")
+	if err != nil || o.Strategy != yield.Serial() || o.String() != "serial,seed=3" {
+		t.Fatalf("ParseOptions(serial,seed=3) = %v, %v", o, err)
+	}
+}

@@ -36,7 +36,7 @@ func setFlag(t *testing.T, name, value string) {
 
 var (
 	replayRE   = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
-	switchesRE = regexp.MustCompile(`\((\d+) preemptions, shrunk from (\d+)\)`)
+	switchesRE = regexp.MustCompile(`\((\d+) preemptions?, shrunk from (\d+)\)`)
 )
 
 // Under control the check-then-act is caught on every seed base, in its
