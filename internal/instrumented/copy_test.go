@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"go/format"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -59,7 +60,14 @@ func rewriteBudget(t *testing.T) map[string][]byte {
 			t.Fatal(err)
 		}
 		b = lineDirective.ReplaceAll(b, []byte("/*line $1:$2$3*/"))
-		files[filepath.Base(src)] = append([]byte(header), b...)
+		// Formatted, as every file of the module is (the rewrite keeps
+		// the original lines instead); the line directives keep the
+		// positions the original's.
+		b, err = format.Source(append([]byte(header), b...))
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		files[filepath.Base(src)] = b
 	}
 	return files
 }
