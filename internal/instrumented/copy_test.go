@@ -60,9 +60,8 @@ func rewriteBudget(t *testing.T) map[string][]byte {
 			t.Fatal(err)
 		}
 		b = lineDirective.ReplaceAll(b, []byte("/*line $1:$2$3*/"))
-		// Formatted, as every file of the module is (the rewrite keeps
-		// the original lines instead); the line directives keep the
-		// positions the original's.
+		// Formatted, as every file of the module must be, which moves its
+		// lines: the copy is for benchmarks, not for reading stacks.
 		b, err = format.Source(append([]byte(header), b...))
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
