@@ -16,7 +16,7 @@ import (
 	"github.com/retrybudget/retrybudget/model"
 )
 
-var reps = flag.Int("control.reps", 5, "seed bases of the catch test, and replays of its last failure (the acceptance level is 20)")
+var reps = flag.Int("control.reps", defaultReps, "seed bases of the catch test, and replays of its last failure (the acceptance level is 20)")
 
 var bucket = model.TokenBucket{Capacity: 30_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
 
