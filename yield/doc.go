@@ -10,8 +10,9 @@
 // stacks and failures are the user's.
 //
 // Outside a controlled run each hook is one atomic load and a branch, and
-// then the operation itself; code that is not rewritten does not call the
-// hooks at all.
+// then the operation itself, except a select, which goes through
+// reflect.Select and allocates its cases; code that is not rewritten does
+// not call the hooks at all.
 //
 // # Controlled runs
 //
