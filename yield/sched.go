@@ -620,17 +620,18 @@ func (r *run) watch(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
+		// Progress is a yield point passed or a blocking operation
+		// completed. Goroutines that are only woken and blocked again, by
+		// a goroutine outside control that keeps releasing them, make
+		// none, and neither does a run that only polls.
 		now := r.ticks.Load()
-		r.mu.Lock()
-		polling := !r.blockedAt.IsZero()
-		r.mu.Unlock()
-		if now != last || polling || r.outside.Load() > 0 {
+		if now != last || r.outside.Load() > 0 {
 			last, idle = now, 0
 			continue
 		}
 		if idle++; idle >= 4 {
 			r.mu.Lock()
-			r.fallbackLocked(fmt.Sprintf("a goroutine under control reached no yield point for %v (blocked outside instrumented code: the network, a syscall, a lock that is not rewritten)", r.opt.Stall))
+			r.fallbackLocked(fmt.Sprintf("no goroutine under control made progress for %v (one blocked outside instrumented code: the network, a syscall, a lock that is not rewritten; or all waited on one)", r.opt.Stall))
 			r.mu.Unlock()
 			return
 		}
