@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -228,8 +227,8 @@ type gor struct {
 	baton chan struct{} // the right to run, handed over by whoever held it
 	st    state
 	prio  int
-	child bool          // started by Go during the run
-	goid  atomic.Uint64 // a child's goroutine id
+	child bool    // started by Go during the run
+	g     uintptr // the goroutine's identity, curG
 }
 
 type run struct {
@@ -242,11 +241,9 @@ type run struct {
 	ticks atomic.Uint64
 	// outside counts the goroutines inside Outside.
 	outside atomic.Int32
-	// sig is the innermost frames of every goroutine under control, the
-	// ones below enter: a hook whose stack ends in them is called by the
-	// goroutine holding the baton, the only one under control that runs.
-	sig atomic.Pointer[[3]uintptr]
-	cur atomic.Pointer[gor] // the goroutine holding the baton
+	// cur is the goroutine holding the baton, the only one under control
+	// that runs; nil while none does.
+	cur atomic.Pointer[gor]
 
 	// initial is the number of Run's functions, and left the number of
 	// them that have not returned.
@@ -319,13 +316,7 @@ func Run(opt Options, fs ...func()) Report {
 //
 //go:noinline
 func (r *run) enter(g *gor, registered *sync.WaitGroup, f func()) {
-	if g.id == 0 {
-		var pcs [8]uintptr
-		if n := runtime.Callers(2, pcs[:]); n >= 3 && n < len(pcs) {
-			sig := [3]uintptr(pcs[n-3 : n])
-			r.sig.Store(&sig)
-		}
-	}
+	g.g = curG()
 	registered.Done()
 	r.await(g)
 	defer r.exit(g)
@@ -365,26 +356,13 @@ func (r *run) report() Report {
 	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted)}
 }
 
-// self returns the calling goroutine if it is under control, else nil.
-// Walking the stack to its innermost frames is cheaper, by ten times, than
-// reading the goroutine's id from the text of runtime.Stack.
+// self returns the calling goroutine if it is the one under control that
+// holds the baton, else nil: a goroutine under control that does not hold
+// it is waiting in await, so a hook called by anything but the baton's
+// holder is called by a goroutine that runs freely.
 func (r *run) self() *gor {
-	var small [128]uintptr
-	pcs := small[:]
-	n := runtime.Callers(2, pcs)
-	for n == len(pcs) {
-		pcs = make([]uintptr, 4*len(pcs))
-		n = runtime.Callers(2, pcs)
-	}
-	if sig := r.sig.Load(); sig != nil && n >= 3 && [3]uintptr(pcs[n-3:n]) == *sig {
-		return r.cur.Load()
-	}
-	// A goroutine started by Go: it may be one of an earlier run, still
-	// running freely, so its id must be the baton holder's.
-	if b := childBottom.Load(); b != nil && n >= len(*b) && slices.Equal(pcs[n-len(*b):n], *b) {
-		if cur := r.cur.Load(); cur != nil && cur.child && cur.goid.Load() == goid() {
-			return cur
-		}
+	if cur := r.cur.Load(); cur != nil && cur.g == curG() {
+		return cur
 	}
 	return nil
 }
@@ -548,6 +526,9 @@ func (r *run) pickLocked(from *gor) *gor {
 		}
 	}
 	if len(ready) == 0 {
+		// Nobody holds the baton: a goroutine that returned may have
+		// left it, and its identity may be given to a new one.
+		r.cur.Store(nil)
 		return nil
 	}
 	step := len(r.schedule)

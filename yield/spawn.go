@@ -2,10 +2,8 @@ package yield
 
 import (
 	"reflect"
-	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -61,48 +59,13 @@ func (r *run) childPriority() int {
 // goroutine started later can be given a rank between any two of them.
 const prioritySpread = 1024
 
-// childBottom is the outermost frames of every goroutine started by Go,
-// the frames below enterChild.
-var childBottom atomic.Pointer[[]uintptr]
-
 //go:noinline
 func (r *run) child(g *gor, started chan struct{}, fn func()) {
-	r.enterChild(g, started, fn)
-}
-
-//go:noinline
-func (r *run) enterChild(g *gor, started chan struct{}, fn func()) {
-	if childBottom.Load() == nil {
-		var pcs [8]uintptr
-		if n := runtime.Callers(2, pcs[:]); n > 0 && n < len(pcs) {
-			b := append([]uintptr(nil), pcs[:n]...)
-			childBottom.CompareAndSwap(nil, &b)
-		}
-	}
-	g.goid.Store(goid())
+	g.g = curG()
 	close(started)
 	r.await(g)
 	defer r.exit(g)
 	fn()
-}
-
-// goid returns the calling goroutine's id, from the first line of its
-// stack: "goroutine 18 [running]:".
-func goid() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	const prefix = "goroutine "
-	if len(b) < len(prefix) {
-		return 0
-	}
-	var id uint64
-	for _, c := range b[len(prefix):] {
-		if c < '0' || c > '9' {
-			break
-		}
-		id = id*10 + uint64(c-'0')
-	}
-	return id
 }
 
 // Close is the rewrite of close(ch): it closes ch, then, in a controlled
