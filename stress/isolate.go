@@ -45,6 +45,19 @@ func IsolatedLoopChecks(t *testing.T, l Loop, timeout time.Duration) map[string]
 	return isolate(t, l, nil, timeout, 0)
 }
 
+// IsolatedLoopChecksNamed is IsolatedLoopChecks for the checks named in
+// names only, each in a child process: the map holds their outcomes. A
+// name that is not a check's fails the test.
+func IsolatedLoopChecksNamed(t *testing.T, l Loop, timeout time.Duration, names ...string) map[string]Outcome {
+	t.Helper()
+	for _, n := range names {
+		if !slices.Contains(checkNames(), n) {
+			t.Fatalf("stress: no loop check %q; the checks are %s", n, strings.Join(checkNames(), ", "))
+		}
+	}
+	return isolate(t, l, names, timeout, 0)
+}
+
 // killGrace is how long after a child's own -test.timeout the parent stops
 // waiting and signals it.
 const killGrace = 10 * time.Second

@@ -159,3 +159,20 @@ func TestUnknownSkipKeyFails(t *testing.T) {
 		t.Errorf("validateSkip of a known key = %v, want nil", err)
 	}
 }
+
+// IsolatedLoopChecksNamed runs the checks it names, and no other.
+func TestIsolatedLoopChecksNamedRunsThoseOnly(t *testing.T) {
+	l := RetrierLoop()
+	outcomes := IsolatedLoopChecksNamed(t, l, time.Minute, "NoAttemptOnDoneContext", "PermanentNeverRetried")
+	if outcomes == nil {
+		return // the child
+	}
+	if len(outcomes) != 2 {
+		t.Fatalf("%d outcomes for 2 checks named: %v", len(outcomes), outcomes)
+	}
+	for _, name := range []string{"NoAttemptOnDoneContext", "PermanentNeverRetried"} {
+		if o := outcomes[name]; o.Result != "pass" {
+			t.Errorf("%s on the Retrier: %s\n%s", name, o.Result, o.Output)
+		}
+	}
+}
