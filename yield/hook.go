@@ -1,6 +1,9 @@
 package yield
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // P is a yield point that returns x: the rewrite of a method call on an
 // atomic value, or of an atomic function's first argument, so that the
@@ -137,4 +140,24 @@ func Recv2[T any](ch <-chan T) (v T, ok bool) {
 	}
 	v, ok = <-ch
 	return v, ok
+}
+
+// Sleep is time.Sleep as a blocking operation of a controlled run: a
+// goroutine under control that sleeps passes the baton, as one waiting on
+// a timer's channel does, and the others run meanwhile. Outside a run it
+// is time.Sleep.
+func Sleep(d time.Duration) {
+	if r := active.Load(); r != nil && !r.free.Load() {
+		if g := r.self(); g != nil {
+			if d <= 0 {
+				r.yield(g)
+				return
+			}
+			t := time.NewTimer(d)
+			defer t.Stop()
+			r.choose1(g, false, []Case{R(t.C)})
+			return
+		}
+	}
+	time.Sleep(d)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -229,6 +230,7 @@ type gor struct {
 	prio  int
 	child bool    // started by Go during the run
 	g     uintptr // the goroutine's identity, curG
+	w     *waiter // while it waits in a channel operation
 }
 
 type run struct {
@@ -500,9 +502,12 @@ func (r *run) handOff(g *gor) {
 		if r.blockedAt.IsZero() {
 			r.blockedAt = now
 		} else if now.Sub(r.blockedAt) > r.opt.Stall {
-			r.fallbackLocked(fmt.Sprintf("every goroutine under control stayed blocked for %v (a deadlock, or a wait for code that is not instrumented)", r.opt.Stall))
+			r.fallbackLocked(stalled(r.opt.Stall))
 			r.mu.Unlock()
 			return
+		}
+		if r.awaitOutside(r.opt.Stall - now.Sub(r.blockedAt)) {
+			continue
 		}
 		r.mu.Unlock()
 		time.Sleep(20 * time.Microsecond)
@@ -513,6 +518,75 @@ func (r *run) handOff(g *gor) {
 			}
 		}
 	}
+}
+
+func stalled(d time.Duration) string {
+	return fmt.Sprintf("every goroutine under control stayed blocked for %v (a deadlock, or a wait for code that is not instrumented)", d)
+}
+
+// awaitOutside waits, when every blocked goroutine waits in a channel
+// operation, until one of those operations completes (a timer fires, a
+// goroutine outside control sends or closes, a context is cancelled) and
+// completes it, or until the run falls back, or for at most d; it returns
+// false, at once, when a blocked goroutine waits for something else (a
+// mutex), which only polling sees. Called with r.mu held; returns with it
+// held. Inside a testing/synctest bubble the wait is durable, so the
+// bubble's clock moves straight to the next timer, as it would without
+// control.
+func (r *run) awaitOutside(d time.Duration) bool {
+	var ws []*waiter
+	for _, g := range r.gs {
+		if g.st == blocked {
+			if g.w == nil || g.w.done {
+				return false
+			}
+			ws = append(ws, g.w)
+		}
+	}
+	if len(ws) == 0 {
+		return false
+	}
+	type origin struct {
+		w *waiter
+		i int
+	}
+	var cases []reflect.SelectCase
+	var from []origin
+	for _, w := range ws {
+		for i, c := range w.cases {
+			if p, _ := c.channel(); p != nil {
+				cases = append(cases, c.reflectCase())
+				from = append(from, origin{w, i})
+			}
+		}
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.release)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
+	r.mu.Unlock()
+	k, v, ok := reflect.Select(cases)
+	r.mu.Lock()
+	switch k {
+	case len(from): // released
+		return true
+	case len(from) + 1:
+		r.fallbackLocked(stalled(r.opt.Stall))
+		return true
+	}
+	o := from[k]
+	o.w.cases[o.i].received(v, ok)
+	o.w.chosen, o.w.done = o.i, true
+	r.waiters = slices.DeleteFunc(r.waiters, func(x *waiter) bool { return x == o.w })
+	r.blockedAt = time.Time{}
+	r.ticks.Add(1)
+	for _, g := range r.gs {
+		if g.st == blocked {
+			g.st = runnable
+		}
+	}
+	return true
 }
 
 // pickLocked chooses the goroutine to run at the next yield point, from

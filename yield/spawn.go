@@ -305,6 +305,7 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 	w := &waiter{g: g, cases: cases, chosen: -1}
 	for {
 		r.mu.Lock()
+		g.w = nil
 		if w.done {
 			r.mu.Unlock()
 			break
@@ -316,9 +317,13 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 		}
 		if hasDefault {
 			// Pass the baton once, so that a polling loop lets the others
-			// run.
-			g.st = blocked
-			r.handOff(g)
+			// run; when none of them can, go on at once.
+			if slices.ContainsFunc(r.gs, func(o *gor) bool { return o != g && o.st == runnable }) {
+				g.st = blocked
+				r.handOff(g)
+			} else {
+				r.mu.Unlock()
+			}
 			return -1
 		}
 		if r.free.Load() {
@@ -326,6 +331,7 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 			return selectFree(false, cases)
 		}
 		r.waiters = append(r.waiters, w)
+		g.w = w
 		g.st = blocked
 		r.handOff(g)
 	}
