@@ -342,3 +342,40 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 	r.released()
 	return w.chosen
 }
+
+// WaitGroup is the rewrite of a sync.WaitGroup's Go and Wait:
+// wg.Go(f) becomes yield.WG(&wg).Go(f). Its Add and Done are not
+// rewritten.
+type WaitGroup struct{ wg *sync.WaitGroup }
+
+// WG returns wg's hooks.
+func WG(wg *sync.WaitGroup) WaitGroup { return WaitGroup{wg} }
+
+// Go is wg.Go, with the goroutine started by [Go]: in a controlled run it
+// is under control.
+func (h WaitGroup) Go(f func()) {
+	h.wg.Add(1)
+	Go(func() {
+		defer h.wg.Done()
+		f()
+	})
+}
+
+// Wait is wg.Wait. In a controlled run, a goroutine under control that
+// waits passes the baton, as one blocked on a channel does, until the
+// counter is zero: a goroutine outside control waits on the group and
+// then closes a channel that the waiter receives from.
+func (h WaitGroup) Wait() {
+	if r := active.Load(); r != nil && !r.free.Load() {
+		if g := r.self(); g != nil {
+			zero := make(chan struct{})
+			go func() {
+				h.wg.Wait()
+				close(zero)
+			}()
+			r.choose1(g, false, []Case{R((<-chan struct{})(zero))})
+			return
+		}
+	}
+	h.wg.Wait()
+}

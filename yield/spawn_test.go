@@ -258,3 +258,30 @@ func TestSelectOutsideARun(t *testing.T) {
 		t.Fatalf("Select with a nil channel = %d", i)
 	}
 }
+
+// A WaitGroup's goroutines are under control, and a Wait passes the baton
+// until they are done, without falling back.
+func TestWaitGroupUnderControl(t *testing.T) {
+	for seed := range uint64(20) {
+		var wg sync.WaitGroup
+		var n atomic.Int64
+		var after int64
+		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()}, func() {
+			for range 3 {
+				yield.WG(&wg).Go(func() {
+					yield.P(&n).Add(1)
+					yield.Point()
+					yield.P(&n).Add(1)
+				})
+			}
+			yield.WG(&wg).Wait()
+			after = n.Load()
+		})
+		if rep.Free || after != 6 {
+			t.Fatalf("seed %d: %d after Wait, want 6; %v", seed, after, rep)
+		}
+		if !slices.ContainsFunc(rep.Options.Schedule, func(g int) bool { return g > 0 }) {
+			t.Fatalf("seed %d: the workers were not scheduled: %v", seed, rep)
+		}
+	}
+}

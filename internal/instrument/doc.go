@@ -18,7 +18,9 @@
 //   - calls and method values of the methods of atomic.Int32, Int64,
 //     Uint32, Uint64, Uintptr, Bool, Value and Pointer[T] get their
 //     receiver wrapped as a pointer: b.n.Load() -> ryield.P(&b.n).Load(),
-//     and sync.Once's Do goes through ryield.O: o.Do(f) -> ryield.O(&o).Do(f);
+//     and sync.Once's Do goes through ryield.O: o.Do(f) -> ryield.O(&o).Do(f),
+//     and sync.WaitGroup's Go and Wait through ryield.WG:
+//     wg.Go(f) -> ryield.WG(&wg).Go(f) (Add and Done stay as they are);
 //   - sync.Mutex's Lock, Unlock and TryLock go through ryield.M, and
 //     sync.RWMutex's Lock, Unlock, RLock, RUnlock, TryLock, TryRLock and
 //     RLocker through ryield.RW: b.mu.Lock() -> ryield.M(&b.mu).Lock(),

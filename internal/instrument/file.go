@@ -95,7 +95,7 @@ func callsHooks(f *ast.File, info *types.Info) bool {
 }
 
 // hookNames are the functions of package yield that rewritten code calls.
-var hookNames = set("P", "Point", "M", "RW", "Send", "Recv", "Recv2", "Go", "Close", "O", "R", "S", "Select")
+var hookNames = set("P", "Point", "M", "RW", "Send", "Recv", "Recv2", "Go", "Close", "O", "WG", "R", "S", "Select")
 
 // packageOf returns the package f's objects belong to, or nil if f
 // declares and uses nothing.
@@ -411,6 +411,7 @@ var hooks = map[[2]string]struct {
 	{"sync", "Mutex"}:          {"M", set("Lock", "Unlock", "TryLock")},
 	{"sync", "RWMutex"}:        {"RW", set("Lock", "Unlock", "RLock", "RUnlock", "TryLock", "TryRLock", "RLocker")},
 	{"sync", "Once"}:           {"O", set("Do")},
+	{"sync", "WaitGroup"}:      {"WG", set("Go", "Wait")},
 	{"sync/atomic", "Int32"}:   {"P", nil},
 	{"sync/atomic", "Int64"}:   {"P", nil},
 	{"sync/atomic", "Uint32"}:  {"P", nil},

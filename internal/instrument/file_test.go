@@ -53,6 +53,12 @@ type Once struct{ o *sync.Once }
 func O(o *sync.Once) Once     { return Once{o} }
 func (h Once) Do(f func())    { h.o.Do(f) }
 
+type WaitGroup struct{ wg *sync.WaitGroup }
+
+func WG(wg *sync.WaitGroup) WaitGroup { return WaitGroup{wg} }
+func (h WaitGroup) Go(f func())       { h.wg.Go(f) }
+func (h WaitGroup) Wait()             { h.wg.Wait() }
+
 type Case interface{ isCase() }
 
 type RecvCase[T any] struct {
@@ -1259,10 +1265,43 @@ func f(ch chan int, l sync.Locker, wg *sync.WaitGroup) {
 		_ = v
 	}
 	l.Lock()
-	wg.Wait()
+	wg.Add(1)
+	wg.Done()
 	_ = (*sync.Mutex).Lock
 }
 `,
+		},
+		{
+			name: "WaitGroup",
+			src: `
+import "sync"
+
+type pool struct{ wg sync.WaitGroup }
+
+func f(p *pool, wg *sync.WaitGroup, work func()) {
+	p.wg.Go(work)
+	wg.Add(1)
+	defer wg.Wait()
+	wait := p.wg.Wait
+	wait()
+	wg.Done()
+}
+`,
+			want: `
+import "sync"
+
+type pool struct{ wg sync.WaitGroup }
+
+func f(p *pool, wg *sync.WaitGroup, work func()) {
+	ryield.WG(&p.wg).Go(work)
+	wg.Add(1)
+	defer ryield.WG(wg).Wait()
+	wait := ryield.WG(&p.wg).Wait
+	wait()
+	wg.Done()
+}
+`,
+			points: 3,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
