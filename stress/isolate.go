@@ -92,7 +92,8 @@ func isolate(t *testing.T, l Loop, only []string, timeout, killAfter time.Durati
 	outcomes := map[string]Outcome{}
 	for _, c := range checks {
 		ctx, cancel := context.WithTimeout(context.Background(), killAfter)
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+runPattern(t.Name()), "-test.v", "-test.count=1", "-test.timeout="+timeout.String())
+		args := append([]string{"-test.run=" + runPattern(t.Name()), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String()}, childFlags()...)
+		cmd := exec.CommandContext(ctx, os.Args[0], args...)
 		cmd.Env = append(harness.ChildEnv(), childEnv+"="+t.Name()+"|"+l.Name+"|"+c.Name)
 		cmd.Cancel = func() error {
 			// SIGQUIT: the Go runtime prints every goroutine's stack,

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/yield"
 )
 
 // Settings configure a loop for one check. An adapter sets its loop's
@@ -488,17 +489,18 @@ func checkNoLeak(t *testing.T, l Loop) {
 		{"SucceedsOnSecondAttempt", false, func(ctx context.Context, n int, _ <-chan struct{}) error {
 			return failsOnce(ErrTransient)(ctx, n)
 		}},
+		// The operations wait through yield's hooks, which are the plain
+		// operations outside a controlled run, so that under control the
+		// loop's other goroutines run while an attempt waits.
 		{"HonoursCtxAndIsCancelled", true, func(ctx context.Context, n int, _ <-chan struct{}) error {
-			select {
-			case <-ctx.Done():
+			if yield.Select(false, yield.R(ctx.Done()), yield.R(time.After(time.Second))) == 0 {
 				return ctx.Err()
-			case <-time.After(time.Second):
-				return ErrTransient
 			}
+			return ErrTransient
 		}},
 		{"IgnoresCtxAndIsCancelled", true, func(ctx context.Context, n int, cancelled <-chan struct{}) error {
-			time.Sleep(30 * time.Millisecond) // ignores ctx
-			<-cancelled                       // and ends after the cancel, however late its timer
+			yield.Sleep(30 * time.Millisecond) // ignores ctx
+			yield.Recv(cancelled)              // and ends after the cancel, however late its timer
 			return ErrTransient
 		}},
 		// A loop that hedges starts another attempt while the first runs;
@@ -509,75 +511,94 @@ func checkNoLeak(t *testing.T, l Loop) {
 			if n > 1 {
 				return nil
 			}
-			select {
-			case <-ctx.Done():
-				time.Sleep(20 * time.Millisecond)
+			if yield.Select(false, yield.R(ctx.Done()), yield.R(time.After(100*time.Millisecond))) == 0 {
+				yield.Sleep(20 * time.Millisecond)
 				return ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-				return ErrTransient
 			}
+			return ErrTransient
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := goleak.IgnoreCurrent()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			var returned, during atomic.Bool
-			var timer atomic.Pointer[time.Timer]
-			defer func() {
-				if tm := timer.Load(); tm != nil {
-					tm.Stop()
+			for k, ctl := range schedules(l.Name + "/NoGoroutineOutlivesCall/" + tc.name) {
+				if !noLeakCase(t, l, tc.cancel, tc.op, ctl, k) {
+					return
 				}
-			}()
-			cancelled := make(chan struct{})
-			var r *recorder
-			r = newRecorder(t, l, func(ctx context.Context, n int) error {
-				if tc.cancel && n == 1 {
-					timer.Store(time.AfterFunc(10*time.Millisecond, func() {
-						during.Store(!returned.Load())
-						cancel()
-						r.mark()
-						close(cancelled)
-					}))
-				}
-				return tc.op(ctx, n, cancelled)
-			})
-			s := Settings{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
-			res := r.call(ctx, &spy{inner: unlimited{}}, s)
-			returned.Store(true)
-			if r.spinning() {
-				r.release()
-				return
-			}
-			c := r.counts()
-			if res.running > 0 {
-				t.Errorf("%s returned while %d attempt(s) still ran: the goroutine running it outlives the call", l.Name, res.running)
-			}
-			// The call has returned. Everything it started must be gone;
-			// goleak retries for a while before it reports.
-			leak := goleak.Find(before)
-			r.release() // now release anything that waits on ctx
-			cancel()
-			if leak != nil {
-				t.Errorf("%s left goroutines running after the call returned:\n%v", l.Name, leak)
-			}
-			// The premise: the loop attempted, and the cancel came while
-			// the call ran.
-			switch {
-			case c.n == 0:
-				unmet(t, "an attempt", fmt.Sprintf("%s made none", l.Name))
-			case tc.cancel && !during.Load():
-				unmet(t, "a cancel while the call runs, 10ms into its first attempt", fmt.Sprintf("%s had returned first, after %d attempts", l.Name, c.n))
-			case c.peak > 1:
-				t.Logf("%s ran up to %d attempts at once", l.Name, c.peak)
 			}
 		})
 	}
 }
 
+// noLeakCase runs one case of NoGoroutineOutlivesCall (the k-th run of
+// it, under ctl when that is set) and reports whether it passed. The case
+// has the call cancelled 10ms into its first attempt if cancelAt10ms.
+func noLeakCase(t *testing.T, l Loop, cancelAt10ms bool, op func(ctx context.Context, n int, cancelled <-chan struct{}) error, ctl *yield.Options, k int) bool {
+	t.Helper()
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var returned, during atomic.Bool
+	var timer atomic.Pointer[time.Timer]
+	defer func() {
+		if tm := timer.Load(); tm != nil {
+			tm.Stop()
+		}
+	}()
+	cancelled := make(chan struct{})
+	var r *recorder
+	r = newRecorder(t, l, func(ctx context.Context, n int) error {
+		if cancelAt10ms && n == 1 {
+			timer.Store(time.AfterFunc(10*time.Millisecond, func() {
+				during.Store(!returned.Load())
+				cancel()
+				r.mark()
+				close(cancelled)
+			}))
+		}
+		return op(ctx, n, cancelled)
+	})
+	r.ctl = ctl
+	s := Settings{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+	res := r.call(ctx, &spy{inner: unlimited{}}, s)
+	returned.Store(true)
+	if fellBackRun(t, k, r) {
+		r.release()
+		cancel()
+		goleak.Find(before) // let what it started wind down
+		return noLeakCase(t, l, cancelAt10ms, op, nil, k)
+	}
+	defer explainRun(t, k, r)
+	if r.spinning() {
+		r.release()
+		return false
+	}
+	c := r.counts()
+	if res.running > 0 {
+		t.Errorf("%s returned while %d attempt(s) still ran: the goroutine running it outlives the call", l.Name, res.running)
+	}
+	// The call has returned. Everything it started must be gone;
+	// goleak retries for a while before it reports.
+	leak := goleak.Find(before)
+	r.release() // now release anything that waits on ctx
+	cancel()
+	if leak != nil {
+		t.Errorf("%s left goroutines running after the call returned:\n%v", l.Name, leak)
+	}
+	// The premise: the loop attempted, and the cancel came while
+	// the call ran.
+	switch {
+	case c.n == 0:
+		unmet(t, "an attempt", fmt.Sprintf("%s made none", l.Name))
+	case cancelAt10ms && !during.Load():
+		unmet(t, "a cancel while the call runs, 10ms into its first attempt", fmt.Sprintf("%s had returned first, after %d attempts", l.Name, c.n))
+	case c.peak > 1 && k == 0:
+		t.Logf("%s ran up to %d attempts at once", l.Name, c.peak)
+	}
+	return !t.Failed()
+}
+
 func checkSharedBudget(t *testing.T, l Loop) {
-	synctest.Test(t, func(t *testing.T) {
+	eachSchedule(t, l.Name+"/SharedBudgetRespected", func(t *testing.T, ctl *yield.Options, k int) bool {
 		shared, err := budget.NewTokenBucket(budget.TokenBucketConfig{Capacity: 5, TransientCost: 1, ThrottledCost: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -591,29 +612,42 @@ func checkSharedBudget(t *testing.T, l Loop) {
 			spun     bool
 		}
 		outcomes := make([]outcome, calls)
-		var wg sync.WaitGroup
+		recs := make([]*recorder, calls)
+		results := make([]result, calls)
+		spies := make([]*spy, calls)
+		fs := make([]func(), calls)
 		for i := range calls {
-			wg.Go(func() {
-				sp := &spy{inner: shared}
-				r := newRecorder(t, l, func(context.Context, int) error { return ErrTransient })
-				defer r.drain()
+			spies[i] = &spy{inner: shared}
+			recs[i] = newRecorder(t, l, func(context.Context, int) error { return ErrTransient })
+			defer recs[i].drain()
+			fs[i] = func() {
 				s := Settings{MaxAttempts: 4, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second}
-				res := r.call(context.Background(), sp, s)
-				o := outcome{spy: sp, returned: res.at, spun: r.spinning()}
-				for _, a := range r.list() {
-					o.attempts++
-					if a.end.After(o.lastFail) {
-						o.lastFail = a.end
-					}
-				}
-				outcomes[i] = o
-			})
+				recs[i].callHere(context.Background(), spies[i], s, &results[i])
+			}
 		}
-		wg.Wait()
+		// The calls run at once: as goroutines, or as the goroutines of
+		// one controlled run.
+		rep := controlled(ctl, fs...)
+		if ctl != nil {
+			if fellBack(t, k, rep) {
+				return false
+			}
+			defer func() { explain(t, k, rep) }()
+		}
+		for i, r := range recs {
+			o := outcome{spy: spies[i], returned: results[i].at, spun: r.spinning()}
+			for _, a := range r.list() {
+				o.attempts++
+				if a.end.After(o.lastFail) {
+					o.lastFail = a.end
+				}
+			}
+			outcomes[i] = o
+		}
 		grants, denials, asks := 0, 0, 0
 		for i, o := range outcomes {
 			if o.spun {
-				return
+				return true
 			}
 			sp := o.spy
 			grants += sp.grants
@@ -640,6 +674,7 @@ func checkSharedBudget(t *testing.T, l Loop) {
 			unmet(t, fmt.Sprintf("retries granted by the shared budget of 5 and, once it is spent, denied, in %d calls that always fail, with MaxAttempts 4", calls),
 				fmt.Sprintf("%s asked %d times, for %d grants and %d denials", l.Name, asks, grants, denials))
 		}
+		return true
 	})
 }
 
@@ -762,28 +797,41 @@ func checkServerDelay(t *testing.T, l Loop) {
 
 func checkIgnoringOp(t *testing.T, l Loop) {
 	t.Run("CancelledDuringAttempt", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		eachSchedule(t, l.Name+"/IgnoringOpEndsTheCall/CancelledDuringAttempt", func(t *testing.T, ctl *yield.Options, k int) bool {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			r := newRecorder(t, l, func(context.Context, int) error {
-				time.Sleep(time.Second) // ignores ctx
+				yield.Sleep(time.Second) // ignores ctx
 				return ErrTransient
 			})
+			r.ctl = ctl
 			defer r.drain()
+			defer explainRun(t, k, r)
 			done := r.start(ctx, &spy{inner: unlimited{}}, settings)
 			time.Sleep(100 * time.Millisecond)
 			// The premise: an attempt runs when the caller cancels.
 			if c := r.counts(); c.running == 0 {
+				if ctl != nil {
+					// Under control, first learn whether the run fell
+					// back, which would have moved the clock.
+					cancel()
+					if _, ok := r.within(t, done, callLimit, k); !ok || fellBackRun(t, k, r) {
+						return !ok
+					}
+				}
 				if !r.spinning() {
 					unmet(t, "an attempt running when the caller cancels, 100ms into a call whose attempts take 1s", fmt.Sprintf("%s had made %d attempts, none running", l.Name, c.n))
 				}
-				return
+				return true
 			}
 			r.mark()
 			cancel()
-			res := <-done
-			if r.spinning() {
-				return
+			res, ok := r.within(t, done, callLimit, k)
+			if ok && fellBackRun(t, k, r) {
+				return false
+			}
+			if !ok || r.spinning() {
+				return true
 			}
 			if res.running > 0 {
 				t.Errorf("%s returned while %d of its attempts still ran: the operation outlived the call", l.Name, res.running)
@@ -791,32 +839,39 @@ func checkIgnoringOp(t *testing.T, l Loop) {
 			if n := r.counts().afterMark; n > 0 {
 				t.Errorf("%s made %d attempts after the cancel; want none", l.Name, n)
 			}
+			return true
 		})
 	})
 	t.Run("LaterAttemptWins", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
+		eachSchedule(t, l.Name+"/IgnoringOpEndsTheCall/LaterAttemptWins", func(t *testing.T, ctl *yield.Options, k int) bool {
 			// The first attempt ignores ctx and takes a second; any other
 			// succeeds at once. A loop that hedges starts one while the
 			// first runs, and must wait for the first, its loser, before
 			// it returns; a loop that does not hedges retries after it.
 			r := newRecorder(t, l, func(_ context.Context, n int) error {
 				if n == 1 {
-					time.Sleep(time.Second)
+					yield.Sleep(time.Second)
 					return ErrTransient
 				}
 				return nil
 			})
+			r.ctl = ctl
 			defer r.drain()
-			res := r.call(context.Background(), &spy{inner: unlimited{}}, settings)
-			if r.spinning() {
-				return
+			defer explainRun(t, k, r)
+			res, ok := r.within(t, r.start(context.Background(), &spy{inner: unlimited{}}, settings), callLimit, k)
+			if ok && fellBackRun(t, k, r) {
+				return false
+			}
+			if !ok || r.spinning() {
+				return true
 			}
 			if res.running > 0 {
 				t.Errorf("%s returned while %d earlier attempt(s) still ran: a loop that hedges must cancel its losers and wait for them before it returns", l.Name, res.running)
 			}
-			if c := r.counts(); c.peak > 1 {
+			if c := r.counts(); c.peak > 1 && k == 0 {
 				t.Logf("%s ran up to %d attempts at once", l.Name, c.peak)
 			}
+			return true
 		})
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/yield"
 )
 
 // Limits past which a loop is taken to spin: so many attempts at one
@@ -19,6 +20,11 @@ const (
 	spinLimit    = 1000
 	attemptLimit = 100_000
 )
+
+// callLimit is how long, on a bubble's clock, a check waits for a call
+// before it reports that the call never returned: past what the spin
+// guard allows a loop whose attempts take a second each.
+const callLimit = 1000 * time.Hour
 
 // errSpin is what the operation returns once the check has stopped a loop
 // that spins: permanent, so that a loop that looks at errors stops.
@@ -43,15 +49,18 @@ type recorder struct {
 	began time.Time          // the start of the call
 	stop  context.CancelFunc // cancels the call's context
 	own   context.CancelFunc // if set, the call gets the check's context itself, and this cancels it
+	ctl   *yield.Options     // if set, the call runs under control, with these options
 
 	mu        sync.Mutex
 	attempts  []*attempt
 	running   int
 	peak      int // the most attempts that ran at once
 	marked    bool
-	instant   time.Time // the start of the last attempt
-	atInstant int       // attempts that started at instant
-	spun      int       // attempts refused since the loop was found spinning
+	instant   time.Time    // the start of the last attempt
+	atInstant int          // attempts that started at instant
+	spun      int          // attempts refused since the loop was found spinning
+	rep       yield.Report // the controlled run's, once ran
+	ran       bool
 }
 
 func newRecorder(t *testing.T, l Loop, fail func(ctx context.Context, n int) error) *recorder {
@@ -87,10 +96,65 @@ func (r *recorder) start(ctx context.Context, b budget.Budget, s Settings) <-cha
 			r.mu.Unlock()
 			ch <- res
 		}()
-		res.err = r.loop.Call(ctx, b, s, r.op)
-		res.exited = false
+		call := func() {
+			res.err = r.loop.Call(ctx, b, s, r.op)
+			res.exited = false
+		}
+		if r.ctl == nil {
+			call()
+			return
+		}
+		rep := yield.Run(*r.ctl, call)
+		r.mu.Lock()
+		r.rep, r.ran = rep, true
+		r.mu.Unlock()
 	}()
 	return ch
+}
+
+// controlled returns the report of the call's controlled run, and whether
+// there was one that has ended.
+func (r *recorder) controlled() (yield.Report, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rep, r.ctl != nil && r.ran
+}
+
+// callHere runs the call on the calling goroutine (a function of a
+// controlled run that makes several calls) and writes how it ended to out,
+// also when the spin guard ends the goroutine.
+func (r *recorder) callHere(ctx context.Context, b budget.Budget, s Settings, out *result) {
+	ctx, r.stop = context.WithCancel(ctx)
+	r.began = time.Now()
+	*out = result{exited: true}
+	defer func() {
+		out.at = time.Now()
+		r.mu.Lock()
+		out.running = r.running
+		r.mu.Unlock()
+	}()
+	out.err = r.loop.Call(ctx, b, s, r.op)
+	out.exited = false
+}
+
+// within waits for the result on ch for at most limit; when it does not
+// come, it fails t, saying so and under which schedule, and returns false.
+// Inside a bubble the limit is on the bubble's clock, so a call that hangs
+// fails at once, with this message, before the bubble's deadlock panic.
+func (r *recorder) within(t *testing.T, ch <-chan result, limit time.Duration, k int) (result, bool) {
+	t.Helper()
+	select {
+	case res := <-ch:
+		return res, true
+	case <-time.After(limit):
+	}
+	c := r.counts()
+	msg := fmt.Sprintf("%s had not returned %v into the call, after %d attempts, %d of them still running", r.loop.Name, limit, c.n, c.running)
+	if r.ctl != nil {
+		msg += fmt.Sprintf(", under control, schedule %d of %d (%v; -stress.seed=%d -stress.schedules=%d replays it)", k+1, *loopSchedules, *r.ctl, *loopSeed, *loopSchedules)
+	}
+	t.Error(msg)
+	return result{}, false
 }
 
 // call runs the call and returns how it ended.

@@ -1,6 +1,7 @@
 package yield
 
 import (
+	"iter"
 	"sync"
 	"time"
 )
@@ -160,4 +161,17 @@ func Sleep(d time.Duration) {
 		}
 	}
 	time.Sleep(d)
+}
+
+// Range is the rewrite of a range over a channel: for v := range ch
+// becomes for v := range yield.Range(ch). Each receive is a [Recv2].
+func Range[T any](ch <-chan T) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for {
+			v, ok := Recv2(ch)
+			if !ok || !yield(v) {
+				return
+			}
+		}
+	}
 }

@@ -285,3 +285,34 @@ func TestWaitGroupUnderControl(t *testing.T) {
 		}
 	}
 }
+
+// A range over a channel, rewritten to Range, receives through the
+// scheduler and keeps break.
+func TestRangeUnderControl(t *testing.T) {
+	for seed := range uint64(10) {
+		ch := make(chan int)
+		var sum, upTo3 int
+		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()},
+			func() {
+				for i := range 5 {
+					yield.Send(ch, i)
+				}
+				yield.Close(ch)
+			},
+			func() {
+				for v := range yield.Range(ch) {
+					sum += v
+					if v == 3 {
+						break
+					}
+				}
+				for v := range yield.Range(ch) {
+					upTo3 += v
+				}
+			},
+		)
+		if rep.Free || sum != 6 || upTo3 != 4 {
+			t.Fatalf("seed %d: %d and %d, want 6 and 4; %v", seed, sum, upTo3, rep)
+		}
+	}
+}

@@ -62,14 +62,14 @@ func use(...any) {}
 func f(b *B, i int) int64 {
 	x := ryield.P(b.tokens)
 	use(ryield.P(b.s.n), ryield.P(b.p.n), ryield.P(b.next.tokens), ryield.P(b.arr[i]), ryield.P(b.m["k"]), (ryield.P(b.other)))
-	for range ryield.P(b.ch) {
+	for range ryield.Range(ryield.P(b.ch)) {
 	}
 	switch ryield.P(b.ok) {
 	}
 	return x + ryield.P(b.tokens)
 }
 `,
-			points: 10,
+			points: 11, // the range over b.ch is one too
 		},
 		{
 			name: "ReadsLeft",

@@ -95,7 +95,7 @@ func callsHooks(f *ast.File, info *types.Info) bool {
 }
 
 // hookNames are the functions of package yield that rewritten code calls.
-var hookNames = set("P", "Point", "M", "RW", "Send", "Recv", "Recv2", "Go", "Close", "O", "WG", "R", "S", "Select")
+var hookNames = set("P", "Point", "M", "RW", "Send", "Recv", "Recv2", "Range", "Go", "Close", "O", "WG", "R", "S", "Select")
 
 // packageOf returns the package f's objects belong to, or nil if f
 // declares and uses nothing.
@@ -316,7 +316,21 @@ func (r *rewriter) visit(n ast.Node, depth int) {
 		r.send(n, depth)
 	case *ast.UnaryExpr:
 		r.recv(n, depth)
+	case *ast.RangeStmt:
+		r.rangeChan(n, depth)
 	}
+}
+
+// rangeChan rewrites a range over a channel to a range over the function
+// ryield.Range returns, which receives through ryield.Recv2:
+// for v := range ch -> for v := range ryield.Range(ch). break, continue,
+// labels and return keep their meaning.
+func (r *rewriter) rangeChan(n *ast.RangeStmt, depth int) {
+	if _, ok := r.chanType(n.X); !ok {
+		return
+	}
+	r.wrap(n.X, r.name+".Range(", ")", depth)
+	r.points++
 }
 
 func isBlank(e ast.Expr) bool {

@@ -43,6 +43,7 @@ func (m RWMutex) RLocker() sync.Locker  { return m.m.RLocker() }
 func Send[T any](ch chan<- T, v T)         { ch <- v }
 func Recv[T any](ch <-chan T) T            { return <-ch }
 func Recv2[T any](ch <-chan T) (T, bool)   { v, ok := <-ch; return v, ok }
+func Range[T any](ch <-chan T) func(func(T) bool) { return func(func(T) bool) {} }
 func Mark() bool                           { return true }
 
 func Go(fn func())             { go fn() }
@@ -1259,17 +1260,56 @@ func generic[C ~chan int](c C) {
 }
 
 func f(ch chan int, l sync.Locker, wg *sync.WaitGroup) {
-	for range ch {
-	}
-	for v := range ch {
-		_ = v
-	}
 	l.Lock()
 	wg.Add(1)
 	wg.Done()
 	_ = (*sync.Mutex).Lock
 }
 `,
+		},
+		{
+			name: "Range",
+			src: `
+type events chan string
+
+func f(ch chan int, in <-chan int, ev events) (n int) {
+	for range ch {
+	}
+loop:
+	for v := range in {
+		if v < 0 {
+			break loop
+		}
+		n += v
+	}
+	var s string
+	for s = range ev {
+		_ = s
+	}
+	return n
+}
+`,
+			want: `
+type events chan string
+
+func f(ch chan int, in <-chan int, ev events) (n int) {
+	for range ryield.Range(ch) {
+	}
+loop:
+	for v := range ryield.Range(in) {
+		if v < 0 {
+			break loop
+		}
+		n += v
+	}
+	var s string
+	for s = range ryield.Range(ev) {
+		_ = s
+	}
+	return n
+}
+`,
+			points: 3,
 		},
 		{
 			name: "WaitGroup",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
@@ -189,6 +190,11 @@ type LoopMutant struct {
 	// the situation CaughtBy needs: the check must fail it with "premise
 	// not reached", where it used to pass for want of a test.
 	Premise bool
+	// Interleaving marks a bug that needs a goroutine preempted in a
+	// window of nanoseconds: the check catches it when the loop's code is
+	// instrumented and runs under control (cmd/budgetcheck), and only by
+	// chance when it runs freely.
+	Interleaving bool
 }
 
 // Loops returns the loop mutants; CorrectLoop and CorrectHedgeLoop are the
@@ -240,6 +246,9 @@ func Loops() []LoopMutant {
 		hedge("HedgeNoJoin", "IgnoringOpEndsTheCall",
 			"hedges, and returns as soon as it has an answer or the caller cancels, without waiting for the attempts it cancelled",
 			hedgeBugs{noJoin: true}),
+		interleaving(hedge("HedgeCounterJoin", "IgnoringOpEndsTheCall",
+			"hedges, and waits for its cancelled attempts by reading results while a count of attempts in flight is positive, but an attempt lowers the count only after handing over its result: preempted in between, it leaves the loop waiting for a result that never comes",
+			hedgeBugs{counterJoin: true})),
 		hedge("HedgeWinnerNoJoin", "IgnoringOpEndsTheCall",
 			"hedges, and waits for its cancelled attempts when the call fails or is cancelled, but not when an attempt wins, so the losers outlive a successful call",
 			hedgeBugs{winnerReturnsEarly: true}),
@@ -276,6 +285,11 @@ func premise(m LoopMutant) LoopMutant {
 	return m
 }
 
+func interleaving(m LoopMutant) LoopMutant {
+	m.Interleaving = true
+	return m
+}
+
 // hedgeDelay is how long hedgedLoop lets an attempt run before it starts
 // another.
 const hedgeDelay = 5 * time.Millisecond
@@ -284,6 +298,13 @@ const hedgeDelay = 5 * time.Millisecond
 type hedgeBugs struct {
 	noJoin             bool // never waits for the attempts it cancels
 	winnerReturnsEarly bool // waits for them, except after a win
+	// counterJoin waits for them by draining results while a count of
+	// attempts in flight is positive; an attempt lowers the count only
+	// after it has handed over its result, so the count can still include
+	// an attempt whose result the loop has read, and the loop waits for a
+	// result that never comes. It needs the attempt to be preempted
+	// between the two, a window of nanoseconds.
+	counterJoin bool
 }
 
 // hedgedLoop is a hedging retry loop: while an attempt runs, it starts
@@ -309,9 +330,18 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 		results := make(chan result)
 		finished := make(chan struct{}) // closed when the call is decided: no one reads results then
 		running, n := 0, 0
+		var inflight atomic.Int32 // counterJoin's count
 		launch := func(kind budget.Kind) {
 			n++
 			running++
+			if bugs.counterJoin {
+				inflight.Add(1)
+				go func() {
+					results <- result{op(actx), kind}
+					inflight.Add(-1)
+				}()
+				return
+			}
 			wg.Go(func() {
 				r := result{op(actx), kind}
 				select {
@@ -321,6 +351,13 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 			})
 		}
 		finish := func(err error, won bool) error {
+			if bugs.counterJoin {
+				cancel()
+				for inflight.Load() > 0 {
+					<-results // a loser's
+				}
+				return err
+			}
 			close(finished)
 			cancel()
 			if !bugs.noJoin && !(won && bugs.winnerReturnsEarly) {
