@@ -26,16 +26,23 @@
 // [Options.Schedule] replays the run choice by choice.
 //
 // Blocking is modelled: a goroutine that would block on an instrumented
-// mutex, a channel operation, a select without a ready case, or a Do of a
-// sync.Once that another goroutine is inside, passes the baton instead,
-// and runs again once the mutex is released, another channel operation
-// completes or the Do returns. A send and a receive on an unbuffered
-// channel, both by goroutines under control, meet in the scheduler.
+// mutex, a channel operation (a range over a channel included, through
+// [Range]), a select without a ready case, a Do of a sync.Once that
+// another goroutine is inside, a [WaitGroup]'s Wait or a [Sleep], passes
+// the baton instead, and runs again once the mutex is released, another
+// channel operation completes or the Do returns. A send and a receive on
+// an unbuffered channel, both by goroutines under control, meet in the
+// scheduler. When every goroutine under control is blocked and each waits
+// in a channel operation, the scheduler waits on all their channels at
+// once, for a goroutine outside control, a timer or a context to make one
+// ready; inside a testing/synctest bubble that wait is durable, so the
+// bubble's clock moves straight to the next timer.
 //
-// The goroutines the code under control starts with a go statement (a
-// budget's refill loop, started by its constructor inside the run) are
-// scheduled too, through [Go], until every function given to [Run] has
-// returned; then they run freely.
+// The goroutines the code under control starts with a go statement or a
+// WaitGroup's Go (a budget's refill loop, started by its constructor
+// inside the run; a hedging loop's attempts) are scheduled too, through
+// [Go], until every function given to [Run] has returned; then they run
+// freely.
 //
 // # What is not under control
 //
@@ -44,8 +51,9 @@
 // goroutine under control waiting for one of them is polled. Code that is
 // not rewritten (other modules unless named, the standard library's
 // internals, the runtime, assembly) has no yield points, and neither have
-// sync.WaitGroup, sync.Cond, timers and tickers: a goroutine under control
-// waiting on them is polled. When the goroutine holding the baton blocks
+// WaitGroup's Add and Done, sync.Cond, time.Sleep and tickers: a goroutine
+// under control waiting on a mutex that one outside control holds is
+// polled; one that sleeps in time.Sleep keeps the baton meanwhile. When the goroutine holding the baton blocks
 // outside instrumented code (on the network, a syscall, an uninstrumented
 // lock), or when every goroutine under control has waited for
 // [Options.Stall], the run falls back to free running: every goroutine is
