@@ -40,7 +40,8 @@ type Config struct {
 	// CallTimeout bounds each call to Redis. Zero means 100ms.
 	CallTimeout time.Duration
 	// IdleTTL is how long a budget's key lives without calls; an expired
-	// budget starts again as new. Zero means one hour.
+	// budget starts again as new. Zero means one hour; other values under
+	// MinIdleTTL (1s) are rejected.
 	IdleTTL time.Duration
 	// Clock, if set, replaces the server's TIME: for tests. It is read in
 	// the process before each call, so a step of it concurrent with a call
@@ -60,15 +61,29 @@ type Config struct {
 	FleetSize int
 }
 
+// MinIdleTTL is the shortest IdleTTL a Config takes. The scripts give
+// Redis the TTL in whole milliseconds, so one under 1ms expired the key at
+// once and turned the budget off; a TTL a little over that is still a
+// likely slip of units (IdleTTL: 3600, meant as seconds, is 3.6µs), and a
+// budget that forgets its state within a second between calls does not
+// limit anything.
+const MinIdleTTL = time.Second
+
 func (c *Config) check() error {
-	if c.Client == nil {
-		return fmt.Errorf("redisbudget: Config.Client must be set: %w", budget.ErrInvalidConfig)
+	bad := func(field string, value any, want string) error {
+		return &budget.ConfigError{Field: "redisbudget.Config." + field, Value: fmt.Sprint(value), Want: want}
 	}
-	if c.Name == "" {
-		return fmt.Errorf("redisbudget: Config.Name must be set: %w", budget.ErrInvalidConfig)
-	}
-	if c.CallTimeout < 0 || c.IdleTTL < 0 || c.FleetSize < 0 {
-		return fmt.Errorf("redisbudget: CallTimeout, IdleTTL and FleetSize must be >= 0: %w", budget.ErrInvalidConfig)
+	switch {
+	case c.Client == nil:
+		return bad("Client", "nil", "set")
+	case c.Name == "":
+		return bad("Name", `""`, "set")
+	case c.CallTimeout < 0:
+		return bad("CallTimeout", c.CallTimeout, ">= 0 (0 is 100ms)")
+	case c.IdleTTL < 0 || c.IdleTTL > 0 && c.IdleTTL < MinIdleTTL:
+		return bad("IdleTTL", c.IdleTTL, "0 (one hour) or at least "+MinIdleTTL.String())
+	case c.FleetSize < 0:
+		return bad("FleetSize", c.FleetSize, ">= 0")
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 100 * time.Millisecond
@@ -142,7 +157,7 @@ func NewTokenBucket(c Config, b budget.TokenBucketConfig) (*TokenBucket, error) 
 		return nil, err
 	}
 	if b.Capacity > maxCapacity {
-		return nil, fmt.Errorf("redisbudget: TokenBucketConfig.Capacity must be at most %d, got %v: %w", maxCapacity, b.Capacity, budget.ErrInvalidConfig)
+		return nil, &budget.ConfigError{Field: "TokenBucketConfig.Capacity", Value: fmt.Sprint(b.Capacity), Want: fmt.Sprintf("at most %d in redisbudget", maxCapacity)}
 	}
 	t := &TokenBucket{
 		cfg: c, key: "retrybudget:{" + c.Name + "}:tb",
@@ -254,7 +269,7 @@ func NewRatio(c Config, r budget.RatioConfig) (*Ratio, error) {
 		return nil, err
 	}
 	if r.Slots > 1024 {
-		return nil, fmt.Errorf("redisbudget: RatioConfig.Slots must be at most 1024, got %d: %w", r.Slots, budget.ErrInvalidConfig)
+		return nil, &budget.ConfigError{Field: "RatioConfig.Slots", Value: fmt.Sprint(r.Slots), Want: "at most 1024 in redisbudget"}
 	}
 	b := &Ratio{
 		cfg: c, key: "retrybudget:{" + c.Name + "}:ratio",

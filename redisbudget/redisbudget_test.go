@@ -163,6 +163,52 @@ func TestFallbackTakesAShare(t *testing.T) {
 	}
 }
 
+// Every bad Config is a *budget.ConfigError that names its field, without
+// a call to Redis; an IdleTTL under a second (3600 meant as seconds is
+// 3.6µs, which Redis took as 0ms and expired at once) among them.
+func TestConfigErrorsAreConfigErrors(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // never dialled
+	defer client.Close()
+	ok := redisbudget.Config{Client: client, Name: "x"}
+	for _, tc := range []struct {
+		field string
+		edit  func(*redisbudget.Config)
+	}{
+		{"Client", func(c *redisbudget.Config) { c.Client = nil }},
+		{"Name", func(c *redisbudget.Config) { c.Name = "" }},
+		{"CallTimeout", func(c *redisbudget.Config) { c.CallTimeout = -time.Second }},
+		{"IdleTTL", func(c *redisbudget.Config) { c.IdleTTL = -time.Second }},
+		{"IdleTTL", func(c *redisbudget.Config) { c.IdleTTL = 3600 }},
+		{"IdleTTL", func(c *redisbudget.Config) { c.IdleTTL = 999 * time.Millisecond }},
+		{"FleetSize", func(c *redisbudget.Config) { c.FleetSize = -1 }},
+	} {
+		c := ok
+		tc.edit(&c)
+		for name, err := range map[string]error{
+			"NewTokenBucket": second(redisbudget.NewTokenBucket(c, budget.DefaultTokenBucketConfig())),
+			"NewRatio":       second(redisbudget.NewRatio(c, budget.DefaultRatioConfig())),
+		} {
+			var ce *budget.ConfigError
+			if !errors.As(err, &ce) || ce.Field != "redisbudget.Config."+tc.field || !errors.Is(err, budget.ErrInvalidConfig) {
+				t.Errorf("%s with a bad %s: %v, want a *budget.ConfigError for redisbudget.Config.%s", name, tc.field, err, tc.field)
+			}
+		}
+	}
+	big := budget.DefaultTokenBucketConfig()
+	big.Capacity = 10_000
+	var ce *budget.ConfigError
+	if _, err := redisbudget.NewTokenBucket(ok, big); !errors.As(err, &ce) || ce.Field != "TokenBucketConfig.Capacity" {
+		t.Errorf("capacity 10000: %v, want a *budget.ConfigError", err)
+	}
+	slots := budget.DefaultRatioConfig()
+	slots.Slots = 2000
+	if _, err := redisbudget.NewRatio(ok, slots); !errors.As(err, &ce) || ce.Field != "RatioConfig.Slots" {
+		t.Errorf("2000 slots: %v, want a *budget.ConfigError", err)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
 func TestConfigErrors(t *testing.T) {
 	c := redisbudget.Config{Name: "x"}
 	if _, err := redisbudget.NewTokenBucket(c, budget.DefaultTokenBucketConfig()); !errors.Is(err, budget.ErrInvalidConfig) {
