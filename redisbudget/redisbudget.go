@@ -56,8 +56,10 @@ type Config struct {
 	// OnError, if set, is called with every failed call's error.
 	OnError func(error)
 	// FleetSize, if positive, opts into a fallback when Redis fails: a
-	// local budget with 1/FleetSize of the capacity (or floor) decides
-	// instead of a plain denial. Zero fails closed.
+	// local budget with 1/FleetSize of the capacity and the refill (or of
+	// the floor) decides instead of a plain denial. It never grants more
+	// than that share: a kind of retry that costs more than the share is
+	// denied. Zero fails closed.
 	FleetSize int
 }
 
@@ -140,7 +142,9 @@ type TokenBucket struct {
 	bonus    int64
 	refill   int64
 	noRefund bool
-	fallback *budget.TokenBucket
+	fallback *budget.TokenBucket // nil when the share is under what a bucket can hold
+	fleet    bool                // FleetSize is set: a failed call asks the fallback
+	fbDeny   [3]bool             // by kind: the kinds whose cost is over the share
 	errs     errs
 }
 
@@ -166,16 +170,41 @@ func NewTokenBucket(c Config, b budget.TokenBucketConfig) (*TokenBucket, error) 
 		errs: errs{onError: c.OnError},
 	}
 	if c.FleetSize > 0 {
-		local := b
-		local.Capacity = max(b.Capacity/float64(c.FleetSize), b.TransientCost, b.ThrottledCost)
-		local.Clock = nil
-		fb, err := budget.NewTokenBucket(local)
-		if err != nil {
-			return nil, err
+		// A process's share: 1/FleetSize of the capacity and of the
+		// refill. A kind whose cost is over the share is never granted by
+		// the fallback (the bucket holds its cost at the share only so
+		// that the configuration is valid); under the smallest capacity a
+		// bucket takes, the fallback denies everything.
+		share := b.Capacity / float64(c.FleetSize)
+		if share >= minFallbackCapacity {
+			local := b
+			local.Capacity = share
+			local.RefillPerSecond = b.RefillPerSecond / float64(c.FleetSize)
+			local.TransientCost = min(b.TransientCost, share)
+			local.ThrottledCost = min(b.ThrottledCost, share)
+			local.SuccessBonus = min(b.SuccessBonus, share)
+			local.Clock = nil
+			fb, err := budget.NewTokenBucket(local)
+			if err != nil {
+				return nil, err
+			}
+			t.fallback = fb
 		}
-		t.fallback = fb
+		t.fbDeny = [3]bool{true, b.TransientCost > share, b.ThrottledCost > share}
+		t.fleet = true
 	}
 	return t, nil
+}
+
+// minFallbackCapacity is the smallest capacity budget.NewTokenBucket takes.
+const minFallbackCapacity = 0.001
+
+// fallbackRetry is the fallback's answer for a retry of kind k.
+func (t *TokenBucket) fallbackRetry(k budget.Kind) bool {
+	if t.fallback == nil || t.fbDeny[k] {
+		return false
+	}
+	return t.fallback.Retry(k)
 }
 
 // Errors returns how many calls to Redis have failed.
@@ -199,8 +228,8 @@ func (t *TokenBucket) RetryContext(ctx context.Context, k budget.Kind) (bool, er
 	}
 	res, err := t.run(ctx, "retry", t.cost[k])
 	if err != nil {
-		if t.fallback != nil {
-			return t.fallback.Retry(k), err
+		if t.fleet {
+			return t.fallbackRetry(k), err
 		}
 		return false, err
 	}

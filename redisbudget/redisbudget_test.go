@@ -209,6 +209,43 @@ func TestConfigErrorsAreConfigErrors(t *testing.T) {
 
 func second[T any](_ T, err error) error { return err }
 
+// The fallback never grants more than a process's share, even when the
+// share is below a retry's cost: with a capacity of 500 and a fleet of 36
+// the share is 13.9, under a transient retry's 14, and with 1000 processes
+// it is 0.5. It used to grant at least one retry of every kind.
+func TestFallbackNeverExceedsTheShare(t *testing.T) {
+	s := startServer(t)
+	cfg := budget.TokenBucketConfig{Capacity: 500, TransientCost: 14, ThrottledCost: 5}
+	fleets := map[int][2]int{36: {0, 2}, 1000: {0, 0}} // fleet size: transient and throttled grants
+	var buckets = map[int]*redisbudget.TokenBucket{}
+	for fleet := range fleets {
+		b, err := redisbudget.NewTokenBucket(redisbudget.Config{Client: s.client(t), Name: fresh("share"), CallTimeout: 50 * time.Millisecond, FleetSize: fleet}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buckets[fleet] = b
+	}
+	s.kill()
+	for fleet, want := range fleets {
+		b := buckets[fleet]
+		var got [2]int
+		for range 20 {
+			if b.Retry(budget.Transient) {
+				got[0]++
+			}
+		}
+		for range 20 {
+			if b.Retry(budget.Throttled) {
+				got[1]++
+			}
+		}
+		if got != want {
+			t.Errorf("fleet of %d (share %.1f tokens): the fallback granted %d transient retries (cost 14) and %d throttled (cost 5); want %d and %d",
+				fleet, 500/float64(fleet), got[0], got[1], want[0], want[1])
+		}
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	c := redisbudget.Config{Name: "x"}
 	if _, err := redisbudget.NewTokenBucket(c, budget.DefaultTokenBucketConfig()); !errors.Is(err, budget.ErrInvalidConfig) {
