@@ -28,7 +28,10 @@ if not server then
   -- A test clock: KEYS[2] is kept in the server and read inside this
   -- script; ARGV[6] is the caller's.
   if KEYS[2] then
-    now = tonumber(redis.call('GET', KEYS[2]) or '0')
+    local c = redis.call('GET', KEYS[2])
+    if not c then return redis.error_reply('CORRUPT retrybudget: the clock key ' .. KEYS[2] .. ' does not exist') end
+    now = tonumber(c)
+    if not now then return redis.error_reply('CORRUPT retrybudget: the clock key ' .. KEYS[2] .. ' holds ' .. c .. ', not a number of nanoseconds') end
   else
     now = tonumber(ARGV[6])
   end

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -26,8 +27,28 @@ var (
 	ratioScript       = redis.NewScript(ratioLua)
 )
 
-// ErrUnavailable wraps every error a call to Redis returns.
+// ErrUnavailable wraps the error of a call that did not reach Redis or
+// got no answer in time: a refused or lost connection, a timeout, a server
+// that is loading or read-only. Its cause is in the chain.
 var ErrUnavailable = errors.New("redisbudget: redis unavailable")
+
+// ErrCorrupt wraps the error of a call that Redis answered with a refusal
+// that retrying will not cure: the budget's key holds another type of
+// value (WRONGTYPE), or the ClockKey is missing or does not hold a number.
+// Its cause is in the chain.
+var ErrCorrupt = errors.New("redisbudget: budget state corrupt")
+
+// sentinel returns ErrCorrupt for err if Redis refused the call for the
+// state it found, and ErrUnavailable otherwise.
+func sentinel(err error) error {
+	var re redis.Error
+	if errors.As(err, &re) {
+		if msg := re.Error(); strings.HasPrefix(msg, "WRONGTYPE") || strings.HasPrefix(msg, "CORRUPT") {
+			return ErrCorrupt
+		}
+	}
+	return ErrUnavailable
+}
 
 // Config is what both budgets need besides their algorithm's settings.
 type Config struct {
@@ -261,7 +282,7 @@ func (t *TokenBucket) run(ctx context.Context, op string, amount int64) (int64, 
 	defer cancel()
 	v, err := tokenBucketScript.Run(ctx, t.cfg.Client, t.cfg.keys(t.key), op, amount, t.capacity, t.refill, t.cfg.now(), t.cfg.IdleTTL.Milliseconds()).Slice()
 	if err != nil {
-		err = fmt.Errorf("%w: %s %s: %w", ErrUnavailable, op, t.key, err)
+		err = fmt.Errorf("%w: %s %s: %w", sentinel(err), op, t.key, err)
 		t.errs.report(err)
 		return 0, err
 	}
@@ -365,7 +386,7 @@ func (r *Ratio) run(ctx context.Context, op string) (int64, error) {
 	defer cancel()
 	v, err := ratioScript.Run(ctx, r.cfg.Client, r.cfg.keys(r.key), op, r.width, r.slots, r.ppm, r.floor, r.cfg.now(), r.cfg.IdleTTL.Milliseconds()).Int64()
 	if err != nil {
-		err = fmt.Errorf("%w: %s %s: %w", ErrUnavailable, op, r.key, err)
+		err = fmt.Errorf("%w: %s %s: %w", sentinel(err), op, r.key, err)
 		r.errs.report(err)
 		return 0, err
 	}

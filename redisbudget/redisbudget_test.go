@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,6 +243,51 @@ func TestFallbackNeverExceedsTheShare(t *testing.T) {
 		if got != want {
 			t.Errorf("fleet of %d (share %.1f tokens): the fallback granted %d transient retries (cost 14) and %d throttled (cost 5); want %d and %d",
 				fleet, 500/float64(fleet), got[0], got[1], want[0], want[1])
+		}
+	}
+}
+
+// A call that Redis refuses for the state it finds is ErrCorrupt, not
+// ErrUnavailable, with Redis's answer in the chain: a budget key of
+// another type, and a ClockKey that is missing or holds no number (a
+// missing one used to read as 0, freezing the clock).
+func TestCorruptStateIsNotUnavailable(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	clock := fresh("clock")
+	for _, tc := range []struct {
+		name, want string
+		setup      func(name string) error
+		clockKey   string
+	}{
+		{"the clock key missing", "does not exist", func(string) error { return nil }, fresh("noclock")},
+		{"the clock key holding banana", "banana", func(string) error { return c.Set(ctx, clock, "banana", 0).Err() }, clock},
+		{"the budget's key a list", "WRONGTYPE", func(name string) error {
+			if err := c.RPush(ctx, "retrybudget:{"+name+"}:tb", "x").Err(); err != nil {
+				return err
+			}
+			return c.RPush(ctx, "retrybudget:{"+name+"}:ratio", "x").Err()
+		}, ""},
+	} {
+		name := fresh("corrupt")
+		if err := tc.setup(name); err != nil {
+			t.Fatal(err)
+		}
+		cfg := redisbudget.Config{Client: c, Name: name, ClockKey: tc.clockKey}
+		tb, err := redisbudget.NewTokenBucket(cfg, budget.DefaultTokenBucketConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ra, err := redisbudget.NewRatio(cfg, budget.DefaultRatioConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for budgetName, retry := range map[string]func(context.Context, budget.Kind) (bool, error){"TokenBucket": tb.RetryContext, "Ratio": ra.RetryContext} {
+			ok, err := retry(ctx, budget.Transient)
+			if ok || !errors.Is(err, redisbudget.ErrCorrupt) || errors.Is(err, redisbudget.ErrUnavailable) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s with %s: granted %v, %v; want a denial with ErrCorrupt (not ErrUnavailable) naming %q", budgetName, tc.name, ok, err, tc.want)
+			}
 		}
 	}
 }

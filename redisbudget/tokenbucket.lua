@@ -14,7 +14,10 @@ local tokens, frac, seen, origin = tonumber(st[1]), tonumber(st[2]), tonumber(st
 local now
 if KEYS[2] then
   -- A clock kept in the server for tests, read inside this script.
-  now, origin = tonumber(redis.call('GET', KEYS[2]) or '0'), 0
+  local c = redis.call('GET', KEYS[2])
+  if not c then return redis.error_reply('CORRUPT retrybudget: the clock key ' .. KEYS[2] .. ' does not exist') end
+  now, origin = tonumber(c), 0
+  if not now then return redis.error_reply('CORRUPT retrybudget: the clock key ' .. KEYS[2] .. ' holds ' .. c .. ', not a number of nanoseconds') end
 elseif ARGV[5] ~= '' then
   now, origin = tonumber(ARGV[5]), 0
 else
