@@ -103,7 +103,7 @@ func fellBack(t *testing.T, k int, rep yield.Report) bool {
 // explainRun is explain for the call r made, if it ran under control.
 func explainRun(t *testing.T, k int, r *recorder) {
 	t.Helper()
-	if rep, ran := r.controlled(); ran {
+	if rep, ran := r.runReport(); ran {
 		explain(t, k, rep)
 	}
 }
@@ -111,7 +111,7 @@ func explainRun(t *testing.T, k int, r *recorder) {
 // fellBackRun is fellBack for the call r made, if it ran under control.
 func fellBackRun(t *testing.T, k int, r *recorder) bool {
 	t.Helper()
-	rep, ran := r.controlled()
+	rep, ran := r.runReport()
 	return ran && fellBack(t, k, rep)
 }
 

@@ -112,9 +112,9 @@ func (r *recorder) start(ctx context.Context, b budget.Budget, s Settings) <-cha
 	return ch
 }
 
-// controlled returns the report of the call's controlled run, and whether
+// runReport returns the report of the call's controlled run, and whether
 // there was one that has ended.
-func (r *recorder) controlled() (yield.Report, bool) {
+func (r *recorder) runReport() (yield.Report, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.rep, r.ctl != nil && r.ran
