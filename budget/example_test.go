@@ -147,7 +147,7 @@ func ExampleRetrier_denied() {
 // has already carried out, by its dedup key.
 func send(ctx context.Context, req string, key budget.Key) error { return ctx.Err() }
 
-// The README's retry loop: one Retrier, and the three ways a call gives up.
+// The README's retry loop: one Retrier, and the four ways a call gives up.
 func ExampleRetrier_errors() {
 	b, _ := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
 	ctx, req := context.Background(), "GET /orders/42"
@@ -159,6 +159,7 @@ func ExampleRetrier_errors() {
 	case errors.Is(err, budget.ErrDenied): // the budget said no: fail fast
 	case errors.Is(err, budget.ErrAttempts): // out of attempts
 	case errors.Is(err, budget.ErrNoTime): // the next wait would pass the deadline
+	case errors.Is(err, budget.ErrBudgetUnavailable): // the budget could not answer (a ContextBudget failed)
 	}
 	fmt.Println(err)
 	// Output: <nil>

@@ -20,6 +20,11 @@ var (
 	// deadline or the call's MaxElapsed, so the Retrier gave up at once
 	// instead of waiting for a retry that could not run.
 	ErrNoTime = errors.New("budget: no time left for another attempt")
+	// ErrBudgetUnavailable means a ContextBudget could not answer whether
+	// a retry may follow and did not grant one: the budget failed, it did
+	// not say no. The budget's own error is in the chain too, after the
+	// operation's.
+	ErrBudgetUnavailable = errors.New("budget: the budget could not answer")
 )
 
 // Defaults of a Retrier's zero fields.
@@ -49,6 +54,13 @@ type Classifier func(err error) (kind Kind, retryable bool)
 //     context's deadline or MaxElapsed.
 //   - It tells the budget of the call's first attempt (Request) and of its
 //     success (Success) exactly once each.
+//   - It calls a [ContextBudget]'s Context methods instead of the plain
+//     ones: with the call's context, and for Success with the call's
+//     context freed of its cancellation, so that a success is counted even
+//     when the context ends as the operation returns. A failed
+//     RequestContext or SuccessContext does not change the call's outcome;
+//     a failed RetryContext that grants nothing ends the call with
+//     ErrBudgetUnavailable, never ErrDenied.
 //   - A server-supplied delay (an error with a RetryAfter() time.Duration
 //     method) replaces the backoff, capped at MaxDelay.
 //   - Every attempt of one call sees the same dedup key.
@@ -106,6 +118,8 @@ func newKey() Key {
 //   - op's error itself, when the error is not retryable;
 //   - an error wrapping ErrDenied, ErrAttempts or ErrNoTime and op's last
 //     error;
+//   - an error wrapping ErrBudgetUnavailable, op's last error and the
+//     budget's error, when a ContextBudget failed to answer;
 //   - ctx's error joined with op's last error (if any), when ctx ends.
 func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, a Attempt) error) error {
 	if err := ctx.Err(); err != nil {
@@ -115,6 +129,7 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, a Attempt
 	if b == nil {
 		b = noBudget{}
 	}
+	cb, _ := b.(ContextBudget)
 	maxAttempts := r.MaxAttempts
 	if maxAttempts <= 0 {
 		maxAttempts = DefaultMaxAttempts
@@ -124,7 +139,11 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, a Attempt
 		start = time.Now()
 	}
 	a := Attempt{N: 1, Kind: FirstAttempt, Key: newKey()}
-	b.Request()
+	if cb != nil {
+		_ = cb.RequestContext(ctx) // the budget reports its own errors; the attempt is free
+	} else {
+		b.Request()
+	}
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -134,7 +153,11 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, a Attempt
 	for {
 		err := op(ctx, a)
 		if err == nil {
-			b.Success(a.Kind)
+			if cb != nil {
+				_ = cb.SuccessContext(context.WithoutCancel(ctx), a.Kind)
+			} else {
+				b.Success(a.Kind)
+			}
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -151,7 +174,18 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, a Attempt
 		if r.tooLate(ctx, start, wait) {
 			return fmt.Errorf("%w (next wait %v): %w", ErrNoTime, wait, err)
 		}
-		if !b.Retry(kind) {
+		if cb != nil {
+			granted, berr := cb.RetryContext(ctx, kind)
+			if !granted && berr != nil {
+				if cerr := ctx.Err(); cerr != nil {
+					return errors.Join(cerr, err)
+				}
+				return fmt.Errorf("%w after %d attempts: %w; the budget: %w", ErrBudgetUnavailable, a.N, err, berr)
+			}
+			if !granted {
+				return fmt.Errorf("%w after %d attempts: %w", ErrDenied, a.N, err)
+			}
+		} else if !b.Retry(kind) {
 			return fmt.Errorf("%w after %d attempts: %w", ErrDenied, a.N, err)
 		}
 		if wait > 0 {

@@ -279,3 +279,89 @@ func TestRetrierSuccessDoesNotAllocate(t *testing.T) {
 		t.Errorf("a successful call allocates %v times, want 0", n)
 	}
 }
+
+// ctxSpy is a ContextBudget whose RetryContext answers granted and err,
+// and which fails the test if the Retrier calls a plain method.
+type ctxSpy struct {
+	t          *testing.T
+	granted    bool
+	err        error
+	requests   []context.Context
+	retries    []budget.Kind
+	successes  []budget.Kind
+	successCtx []error // ctx.Err() as SuccessContext saw it
+}
+
+type ctxKey struct{}
+
+func (s *ctxSpy) Request() { s.t.Error("the Retrier called Request, not RequestContext") }
+func (s *ctxSpy) Retry(budget.Kind) bool {
+	s.t.Error("the Retrier called Retry, not RetryContext")
+	return false
+}
+func (s *ctxSpy) Success(budget.Kind) { s.t.Error("the Retrier called Success, not SuccessContext") }
+func (s *ctxSpy) RequestContext(ctx context.Context) error {
+	s.requests = append(s.requests, ctx)
+	return errors.New("request not counted")
+}
+func (s *ctxSpy) RetryContext(_ context.Context, k budget.Kind) (bool, error) {
+	s.retries = append(s.retries, k)
+	return s.granted, s.err
+}
+func (s *ctxSpy) SuccessContext(ctx context.Context, k budget.Kind) error {
+	s.successes = append(s.successes, k)
+	s.successCtx = append(s.successCtx, ctx.Err())
+	return errors.New("success not counted")
+}
+
+// A ContextBudget is called through its Context methods, and a budget that
+// fails to answer is not a denial: the call ends with ErrBudgetUnavailable
+// and both errors in the chain.
+func TestRetrierCallsContextMethods(t *testing.T) {
+	opErr := errors.New("op failed")
+	down := errors.New("budget store unreachable")
+	ctx := context.WithValue(context.Background(), ctxKey{}, "call")
+	r := &budget.Retrier{MaxAttempts: 3, Jitter: func(time.Duration) time.Duration { return 0 }}
+
+	t.Run("failed and not granted", func(t *testing.T) {
+		s := &ctxSpy{t: t, err: down}
+		r.Budget = s
+		err := r.Do(ctx, func(context.Context, budget.Attempt) error { return opErr })
+		if !errors.Is(err, budget.ErrBudgetUnavailable) || !errors.Is(err, down) || !errors.Is(err, opErr) || errors.Is(err, budget.ErrDenied) {
+			t.Errorf("Do = %v; want ErrBudgetUnavailable (not ErrDenied) with the budget's and the operation's errors", err)
+		}
+		if len(s.requests) != 1 || s.requests[0].Value(ctxKey{}) != "call" {
+			t.Errorf("RequestContext calls %d, want 1 with the call's context", len(s.requests))
+		}
+		if len(s.retries) != 1 {
+			t.Errorf("RetryContext called %d times, want 1", len(s.retries))
+		}
+	})
+	t.Run("failed but granted by a fallback", func(t *testing.T) {
+		s := &ctxSpy{t: t, granted: true, err: down}
+		r.Budget = s
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		err := r.Do(cctx, func(_ context.Context, a budget.Attempt) error {
+			if a.N == 1 {
+				return opErr
+			}
+			cancel() // the context ends as the operation succeeds
+			return nil
+		})
+		if err != nil {
+			t.Errorf("Do = %v, want nil: the retry was granted and succeeded", err)
+		}
+		if len(s.successes) != 1 || s.successes[0] != budget.Transient || s.successCtx[0] != nil {
+			t.Errorf("SuccessContext calls %v with context errors %v; want one, for a transient retry, with a live context", s.successes, s.successCtx)
+		}
+	})
+	t.Run("denied", func(t *testing.T) {
+		s := &ctxSpy{t: t}
+		r.Budget = s
+		err := r.Do(ctx, func(context.Context, budget.Attempt) error { return opErr })
+		if !errors.Is(err, budget.ErrDenied) || errors.Is(err, budget.ErrBudgetUnavailable) {
+			t.Errorf("Do = %v, want ErrDenied", err)
+		}
+	})
+}

@@ -18,6 +18,12 @@
 // things go wrong. FleetSize opts into a fallback that cannot: a local
 // budget with 1/FleetSize of the capacity (and of the floor).
 //
+// A key that holds what the scripts did not write is never read as a new
+// budget: a call to it fails with ErrCorrupt. A key made by a process with
+// other settings fails with ErrConfigMismatch, naming both. Both budgets are
+// budget.ContextBudgets, so budget.Retrier tells a failed Redis
+// (budget.ErrBudgetUnavailable) from a denial (budget.ErrDenied).
+//
 // A restart of Redis without persistence loses the budget: it starts again
 // full (a token bucket) or empty (a ratio). See the README for what that
 // means and how to avoid it.

@@ -1,18 +1,22 @@
 -- One call of a sliding-window ratio budget, atomic in the server.
 -- KEYS[1]: the budget's hash; KEYS[2], if given, a test clock (ns). ARGV: op ("request" or "retry"), slot width
 -- (ns), slots, ratio (parts per million), floor, now (ns, or "" to read the
--- server's TIME), idle TTL (ms).
+-- server's TIME), idle TTL (ms), the configuration's fingerprint.
 -- Fields: l latest instant seen (ns since the origin), o origin (server
 -- seconds), h head slot number, a offset of l into the head slot (ns), q and
--- r requests and retries in the window, and per ring index i: ni the slot
--- number it holds, qi and ri its counts.
+-- r requests and retries in the window, c the fingerprint of the
+-- configuration that made the key, and per ring index i: ni the slot number
+-- it holds, qi and ri its counts.
+-- A key made with another configuration is refused (MISMATCH), and so is
+-- one whose fields are not what this script writes (CORRUPT): neither is
+-- ever read as a new, empty window.
 -- Slots are counted from the head slot and the offset into it, never from
 -- an absolute instant, so the origin can move (as the token bucket's does)
 -- and slot numbers can be rebased: every value stays below 2^53, and Lua's
 -- doubles hold it exactly, however long a key is in use.
 local key = KEYS[1]
 local op = ARGV[1]
-local width, size, ppm, floor, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7])
+local width, size, ppm, floor, ttl, fp = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7]), ARGV[8]
 local E9 = 1000000000
 local function fdiv(a, b) -- floor(a / b), exactly, for integers below 2^53
   local q = math.floor(a / b)
@@ -20,8 +24,33 @@ local function fdiv(a, b) -- floor(a / b), exactly, for integers below 2^53
   while (q + 1) * b <= a do q = q + 1 end
   return q
 end
-local st = redis.call('HMGET', key, 'l', 'o', 'h', 'q', 'r', 'a')
-local last, origin, head, reqs, rets, off = tonumber(st[1]), tonumber(st[2]), tonumber(st[3]), tonumber(st[4]), tonumber(st[5]), tonumber(st[6])
+-- parse reads raw, the value of field f, which must be missing (nil) or
+-- hold a non-negative integer (any integer, if signed); anything else ends
+-- the script with a CORRUPT error. int does so for a field it reads.
+local function parse(f, raw, signed)
+  if not raw then return nil end
+  local v = tonumber(raw)
+  if not v or v ~= math.floor(v) or math.abs(v) >= 2^53 or (v < 0 and not signed) then
+    error({err = 'CORRUPT retrybudget: field ' .. f .. ' of ' .. key .. ' holds "' .. raw .. '", not ' .. (signed and 'an integer' or 'a count')})
+  end
+  return v
+end
+local function int(f, signed) return parse(f, redis.call('HGET', key, f), signed) end
+local st = redis.call('HMGET', key, 'l', 'o', 'h', 'q', 'r', 'a', 'c')
+if st[7] and st[7] ~= fp then
+  return redis.error_reply('MISMATCH retrybudget: ' .. key .. ' was made by the configuration "' .. st[7] .. '", and this process has "' .. fp .. '"')
+end
+local last, origin, head, reqs, rets, off
+if st[1] or st[2] or st[3] or st[4] or st[5] then
+  local names = {'l', 'o', 'h', 'q', 'r'}
+  for i = 1, 5 do
+    if not st[i] then
+      return redis.error_reply('CORRUPT retrybudget: field ' .. names[i] .. ' of ' .. key .. ' is missing')
+    end
+  end
+  last, origin, head = parse('l', st[1], true), parse('o', st[2], true), parse('h', st[3], true)
+  reqs, rets, off = parse('q', st[4]), parse('r', st[5]), parse('a', st[6])
+end
 local now
 local server = KEYS[2] == nil and ARGV[6] == ''
 if not server then
@@ -61,10 +90,10 @@ if now > last then
     for _ = 1, crossed do
       head = head + 1
       local i = head - fdiv(head, size) * size
-      local tag = tonumber(redis.call('HGET', key, 'n' .. i))
+      local tag = int('n' .. i, true)
       if tag ~= nil and tag <= head - 1 and (head - 1) - tag < size then
-        reqs = reqs - (tonumber(redis.call('HGET', key, 'q' .. i)) or 0)
-        rets = rets - (tonumber(redis.call('HGET', key, 'r' .. i)) or 0)
+        reqs = reqs - (int('q' .. i) or 0)
+        rets = rets - (int('r' .. i) or 0)
       end
       redis.call('HSET', key, 'n' .. i, string.format('%.0f', head), 'q' .. i, 0, 'r' .. i, 0)
     end
@@ -76,7 +105,7 @@ if head > 2^50 then
   local shift = (fdiv(head, size) - 1) * size
   head = head - shift
   for i = 0, size - 1 do
-    local tag = tonumber(redis.call('HGET', key, 'n' .. i))
+    local tag = int('n' .. i, true)
     if tag ~= nil then
       redis.call('HSET', key, 'n' .. i, string.format('%.0f', tag - shift))
     end
@@ -88,7 +117,7 @@ if server and last > 2^52 then
   origin, last = origin + shift, last - shift * E9
 end
 local i = head - fdiv(head, size) * size
-if tonumber(redis.call('HGET', key, 'n' .. i)) ~= head then
+if int('n' .. i, true) ~= head then
   redis.call('HSET', key, 'n' .. i, string.format('%.0f', head), 'q' .. i, 0, 'r' .. i, 0)
 end
 local granted = 0
@@ -105,5 +134,6 @@ end
 redis.call('HSET', key, 'l', string.format('%.0f', last), 'o', string.format('%.0f', origin),
   'h', string.format('%.0f', head), 'a', string.format('%.0f', off), 'q', string.format('%.0f', reqs),
   'r', string.format('%.0f', rets))
+if not st[7] then redis.call('HSET', key, 'c', fp) end
 redis.call('PEXPIRE', key, ttl)
 return granted

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -29,7 +30,9 @@ var (
 
 // ErrUnavailable wraps the error of a call that did not reach Redis or
 // got no answer in time: a refused or lost connection, a timeout, a server
-// that is loading or read-only. Its cause is in the chain.
+// that is loading or read-only. Its cause is in the chain: for a call that
+// timed out while the client could not connect, the dial's error as well
+// as the context's.
 var ErrUnavailable = errors.New("redisbudget: redis unavailable")
 
 // ErrCorrupt wraps the error of a call that Redis answered with a refusal
@@ -38,22 +41,84 @@ var ErrUnavailable = errors.New("redisbudget: redis unavailable")
 // Its cause is in the chain.
 var ErrCorrupt = errors.New("redisbudget: budget state corrupt")
 
-// sentinel returns ErrCorrupt for err if Redis refused the call for the
-// state it found, and ErrUnavailable otherwise.
+// ErrConfigMismatch wraps the error of a call to a budget key that a
+// process with another configuration made: two deployments share a Name
+// but not their settings. The error names both configurations. Change the
+// Name along with the settings (or delete the key) to start a budget anew.
+var ErrConfigMismatch = errors.New("redisbudget: budget made with another configuration")
+
+// sentinel returns the sentinel for err: ErrCorrupt or ErrConfigMismatch
+// if Redis refused the call for the state it found, and ErrUnavailable
+// otherwise.
 func sentinel(err error) error {
 	var re redis.Error
 	if errors.As(err, &re) {
-		if msg := re.Error(); strings.HasPrefix(msg, "WRONGTYPE") || strings.HasPrefix(msg, "CORRUPT") {
+		switch msg := re.Error(); {
+		case strings.HasPrefix(msg, "WRONGTYPE"), strings.HasPrefix(msg, "CORRUPT"):
 			return ErrCorrupt
+		case strings.HasPrefix(msg, "MISMATCH"):
+			return ErrConfigMismatch
 		}
 	}
 	return ErrUnavailable
 }
 
+// A dialWatch is a go-redis hook that remembers whether the latest dial of
+// a client's connections failed, and why. A call that waits for a
+// connection while go-redis redials in the background ends with only its
+// context's error ("context deadline exceeded"); the dial's own error
+// (connection refused, no such host) is what the caller needs to see.
+type dialWatch struct {
+	last atomic.Pointer[error] // nil after a dial that worked
+}
+
+func (w *dialWatch) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		if err != nil {
+			w.last.Store(&err)
+		} else {
+			w.last.Store(nil)
+		}
+		return c, err
+	}
+}
+
+func (w *dialWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (w *dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// watch adds a dialWatch to client: on the client itself, and on each node
+// a cluster or ring client makes from now on.
+func watch(client redis.UniversalClient) *dialWatch {
+	w := new(dialWatch)
+	if nodes, ok := client.(interface{ OnNewNode(func(*redis.Client)) }); ok {
+		nodes.OnNewNode(func(c *redis.Client) { c.AddHook(w) })
+	} else {
+		client.AddHook(w)
+	}
+	return w
+}
+
+// failure is the error of a failed call: the sentinel, what the call was,
+// and Redis's or the network's error, joined, for a call that timed out,
+// with the latest failed dial's error.
+func failure(w *dialWatch, op, key string, err error) error {
+	if p := w.last.Load(); p != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return fmt.Errorf("%w: %s %s: %w (the latest dial failed: %w)", ErrUnavailable, op, key, err, *p)
+	}
+	return fmt.Errorf("%w: %s %s: %w", sentinel(err), op, key, err)
+}
+
 // Config is what both budgets need besides their algorithm's settings.
 type Config struct {
 	// Client talks to Redis. Turn its own retries off (MaxRetries: -1):
-	// a retried script could be applied twice.
+	// a retried script could be applied twice. The constructors add a hook
+	// to it (to a cluster's or ring's nodes, those made from then on) that
+	// watches its dials, so that a call that timed out while the client
+	// could not connect names the dial's error.
 	Client redis.UniversalClient
 	// Name identifies the budget: every process that shares it uses the
 	// same Name. The key is "retrybudget:{Name}:tb" or ":ratio".
@@ -124,6 +189,18 @@ func (c *Config) now() string {
 	return strconv.FormatInt(int64(c.Clock.Now()), 10)
 }
 
+// clockMode names where the budget's time comes from, for the
+// fingerprint: budgets on different clocks cannot share a key.
+func (c *Config) clockMode() string {
+	switch {
+	case c.ClockKey != "":
+		return "key"
+	case c.Clock != nil:
+		return "caller"
+	}
+	return "server"
+}
+
 func (c *Config) keys(key string) []string {
 	if c.ClockKey != "" {
 		return []string{key, c.ClockKey}
@@ -135,13 +212,19 @@ func (c *Config) keys(key string) []string {
 type errs struct {
 	n       atomic.Uint64
 	onError func(error)
+	dials   *dialWatch
 }
 
-func (e *errs) report(err error) {
+func newErrs(c Config) errs { return errs{onError: c.OnError, dials: watch(c.Client)} }
+
+// fail makes, counts and reports the error of a failed call.
+func (e *errs) fail(op, key string, err error) error {
+	err = failure(e.dials, op, key, err)
 	e.n.Add(1)
 	if e.onError != nil {
 		e.onError(err)
 	}
+	return err
 }
 
 func milli(x float64) int64 { return int64(math.Round(x * 1000)) }
@@ -167,9 +250,12 @@ type TokenBucket struct {
 	fleet    bool                // FleetSize is set: a failed call asks the fallback
 	fbDeny   [3]bool             // by kind: the kinds whose cost is over the share
 	errs     errs
+	// fingerprint names the settings; the key keeps the one that made it,
+	// and a call with another fails with ErrConfigMismatch.
+	fingerprint string
 }
 
-var _ budget.Budget = (*TokenBucket)(nil)
+var _ budget.ContextBudget = (*TokenBucket)(nil)
 
 // NewTokenBucket returns a TokenBucket named c.Name with the settings of b,
 // which must be valid for budget.NewTokenBucket and hold at most 9000
@@ -188,8 +274,10 @@ func NewTokenBucket(c Config, b budget.TokenBucketConfig) (*TokenBucket, error) 
 		cfg: c, key: "retrybudget:{" + c.Name + "}:tb",
 		capacity: milli(b.Capacity), bonus: milli(b.SuccessBonus), refill: milli(b.RefillPerSecond), noRefund: b.NoRefund,
 		cost: [3]int64{0, milli(b.TransientCost), milli(b.ThrottledCost)},
-		errs: errs{onError: c.OnError},
+		errs: newErrs(c),
 	}
+	t.fingerprint = fmt.Sprintf("tokenbucket capacity=%g transient=%g throttled=%g bonus=%g refill=%g/s refund=%t clock=%s",
+		b.Capacity, b.TransientCost, b.ThrottledCost, b.SuccessBonus, b.RefillPerSecond, !b.NoRefund, c.clockMode())
 	if c.FleetSize > 0 {
 		// A process's share: 1/FleetSize of the capacity and of the
 		// refill. A kind whose cost is over the share is never granted by
@@ -233,6 +321,9 @@ func (t *TokenBucket) Errors() uint64 { return t.errs.n.Load() }
 
 // Request makes no call: a first attempt is free.
 func (t *TokenBucket) Request() {}
+
+// RequestContext makes no call and returns nil.
+func (t *TokenBucket) RequestContext(context.Context) error { return nil }
 
 // Retry is RetryContext with a background context.
 func (t *TokenBucket) Retry(k budget.Kind) bool {
@@ -280,11 +371,9 @@ func (t *TokenBucket) SuccessContext(ctx context.Context, k budget.Kind) error {
 func (t *TokenBucket) run(ctx context.Context, op string, amount int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.CallTimeout)
 	defer cancel()
-	v, err := tokenBucketScript.Run(ctx, t.cfg.Client, t.cfg.keys(t.key), op, amount, t.capacity, t.refill, t.cfg.now(), t.cfg.IdleTTL.Milliseconds()).Slice()
+	v, err := tokenBucketScript.Run(ctx, t.cfg.Client, t.cfg.keys(t.key), op, amount, t.capacity, t.refill, t.cfg.now(), t.cfg.IdleTTL.Milliseconds(), t.fingerprint).Slice()
 	if err != nil {
-		err = fmt.Errorf("%w: %s %s: %w", sentinel(err), op, t.key, err)
-		t.errs.report(err)
-		return 0, err
+		return 0, t.errs.fail(op, t.key, err)
 	}
 	granted, _ := v[0].(int64)
 	return granted, nil
@@ -303,9 +392,11 @@ type Ratio struct {
 	floor    int64
 	fallback *budget.Ratio
 	errs     errs
+	// fingerprint: as TokenBucket's.
+	fingerprint string
 }
 
-var _ budget.Budget = (*Ratio)(nil)
+var _ budget.ContextBudget = (*Ratio)(nil)
 
 // NewRatio returns a Ratio named c.Name with the settings of r, which must
 // be valid for budget.NewRatio and have at most 1024 slots. r.Clock is
@@ -325,8 +416,9 @@ func NewRatio(c Config, r budget.RatioConfig) (*Ratio, error) {
 		cfg: c, key: "retrybudget:{" + c.Name + "}:ratio",
 		width: int64(r.Window) / int64(r.Slots), slots: int64(r.Slots),
 		ppm: int64(math.Round(r.Ratio * 1e6)), floor: int64(r.Floor),
-		errs: errs{onError: c.OnError},
+		errs: newErrs(c),
 	}
+	b.fingerprint = fmt.Sprintf("ratio window=%v slots=%d ratio=%g floor=%d clock=%s", r.Window, r.Slots, r.Ratio, r.Floor, c.clockMode())
 	if c.FleetSize > 0 {
 		local := r
 		local.Floor = r.Floor / c.FleetSize
@@ -381,14 +473,15 @@ func (r *Ratio) RetryContext(ctx context.Context, k budget.Kind) (bool, error) {
 // Success makes no call: a Ratio recovers as its window slides.
 func (r *Ratio) Success(budget.Kind) {}
 
+// SuccessContext makes no call and returns nil.
+func (r *Ratio) SuccessContext(context.Context, budget.Kind) error { return nil }
+
 func (r *Ratio) run(ctx context.Context, op string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
-	v, err := ratioScript.Run(ctx, r.cfg.Client, r.cfg.keys(r.key), op, r.width, r.slots, r.ppm, r.floor, r.cfg.now(), r.cfg.IdleTTL.Milliseconds()).Int64()
+	v, err := ratioScript.Run(ctx, r.cfg.Client, r.cfg.keys(r.key), op, r.width, r.slots, r.ppm, r.floor, r.cfg.now(), r.cfg.IdleTTL.Milliseconds(), r.fingerprint).Int64()
 	if err != nil {
-		err = fmt.Errorf("%w: %s %s: %w", sentinel(err), op, r.key, err)
-		r.errs.report(err)
-		return 0, err
+		return 0, r.errs.fail(op, r.key, err)
 	}
 	return v, nil
 }

@@ -1,16 +1,42 @@
 -- One call of a token-bucket retry budget, atomic in the server.
 -- KEYS[1]: the budget's hash; KEYS[2], if given, a test clock (ns). ARGV: op ("retry", "credit" or "peek"),
 -- amount (milli-tokens), capacity, refill (milli-tokens per second), now
--- (ns, or "" to read the server's TIME), idle TTL (ms).
+-- (ns, or "" to read the server's TIME), idle TTL (ms), the configuration's
+-- fingerprint.
 -- Fields: t tokens, f fraction of a milli-token in 1e-9, s latest instant
--- seen (ns since the origin), o origin (server seconds).
+-- seen (ns since the origin), o origin (server seconds), c the fingerprint
+-- of the configuration that made the key.
 -- Every value stays below 2^53, so Lua's doubles hold it exactly.
+-- A key made with another configuration is refused (MISMATCH), and so is
+-- one whose fields are not what this script writes (CORRUPT): neither is
+-- ever read as a new, full bucket.
 local key = KEYS[1]
 local op, amount = ARGV[1], tonumber(ARGV[2])
-local cap, rate, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6])
+local cap, rate, ttl, fp = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6]), ARGV[7]
 local E9 = 1000000000
-local st = redis.call('HMGET', key, 't', 'f', 's', 'o')
-local tokens, frac, seen, origin = tonumber(st[1]), tonumber(st[2]), tonumber(st[3]), tonumber(st[4])
+local st = redis.call('HMGET', key, 't', 'f', 's', 'o', 'c')
+if st[5] and st[5] ~= fp then
+  return redis.error_reply('MISMATCH retrybudget: ' .. key .. ' was made by the configuration "' .. st[5] .. '", and this process has "' .. fp .. '"')
+end
+local tokens, frac, seen, origin
+if st[1] or st[2] or st[3] or st[4] then
+  local names = {'t', 'f', 's', 'o'}
+  local v = {}
+  for i = 1, 4 do
+    v[i] = tonumber(st[i])
+    if not v[i] or v[i] ~= math.floor(v[i]) or math.abs(v[i]) >= 2^53 then
+      local what = st[i] and ('holds "' .. st[i] .. '", not an integer') or 'is missing'
+      return redis.error_reply('CORRUPT retrybudget: field ' .. names[i] .. ' of ' .. key .. ' ' .. what)
+    end
+  end
+  tokens, frac, seen, origin = v[1], v[2], v[3], v[4]
+  if tokens < 0 or tokens > cap then
+    return redis.error_reply('CORRUPT retrybudget: field t of ' .. key .. ' holds ' .. st[1] .. ' milli-tokens, outside [0, ' .. string.format('%.0f', cap) .. ']')
+  end
+  if frac < 0 or frac >= E9 then
+    return redis.error_reply('CORRUPT retrybudget: field f of ' .. key .. ' holds ' .. st[2] .. ', outside [0, 1e9)')
+  end
+end
 local now
 if KEYS[2] then
   -- A clock kept in the server for tests, read inside this script.
@@ -68,5 +94,6 @@ if KEYS[2] == nil and ARGV[5] == '' and seen > 2^52 then
 end
 redis.call('HSET', key, 't', string.format('%.0f', tokens), 'f', string.format('%.0f', frac),
   's', string.format('%.0f', seen), 'o', string.format('%.0f', origin))
+if not st[5] then redis.call('HSET', key, 'c', fp) end
 redis.call('PEXPIRE', key, ttl)
 return {granted, string.format('%.0f', tokens)}

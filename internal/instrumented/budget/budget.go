@@ -5,6 +5,7 @@
 import ryield "github.com/retrybudget/retrybudget/yield"
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -35,6 +36,33 @@ type Budget interface {
 	// the first attempt succeeded, or the kind of the retry that succeeded.
 	// A kind that is not a retry kind counts as FirstAttempt.
 	Success(kind Kind)
+}
+
+// A ContextBudget is a Budget whose calls can fail or take time, such as
+// one kept in another process (package redisbudget keeps one in Redis). Its
+// Context methods do what the plain ones do, within ctx, and return the
+// error of a call that failed; the plain methods remain, for callers that
+// do not care why.
+//
+// [Retrier] calls the Context methods of a Budget that has them, with the
+// call's context, and tells a failed budget apart from a denial
+// ([ErrBudgetUnavailable], not [ErrDenied]).
+type ContextBudget interface {
+	Budget
+
+	// RequestContext is Request. An error means the request may not have
+	// been counted.
+	RequestContext(ctx context.Context) error
+
+	// RetryContext is Retry. An error means the budget could not answer
+	// for certain; granted is then its best answer (false, failing closed,
+	// or what a local fallback decided), and a granted retry is charged
+	// wherever the answer came from.
+	RetryContext(ctx context.Context, kind Kind) (granted bool, err error)
+
+	// SuccessContext is Success. An error means the success may not have
+	// been counted.
+	SuccessContext(ctx context.Context, kind Kind) error
 }
 
 // Kind classifies an attempt by the failure that caused it: a first attempt
