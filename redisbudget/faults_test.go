@@ -56,6 +56,75 @@ func ratioClient(m model.Ratio, cfg redisbudget.Config) (netBudget, error) {
 	}, nil
 }
 
+// A rig is where a history is recorded: a server or a cluster, and how
+// to reach it.
+type rig struct {
+	// client returns a new client with its own connection pool.
+	client func() redis.UniversalClient
+	// admin steps the clock and makes the faults.
+	admin redis.UniversalClient
+	// healthy waits, for at most 10s, until c can reach the budget's key.
+	healthy func(c redis.UniversalClient)
+	// name and clockKey are the budget's Name and its ClockKey, which must
+	// share a hash slot on a cluster.
+	name, clockKey string
+}
+
+// serverRig is a rig on s, for a budget of a fresh name.
+func serverRig(t *testing.T, s *server) rig {
+	return rig{
+		client:  func() redis.UniversalClient { return s.client(t) },
+		admin:   s.client(t),
+		healthy: func(c redis.UniversalClient) { waitHealthy(c) },
+		name:    fresh("net"), clockKey: fresh("clock"),
+	}
+}
+
+// A recording is one history as it is recorded, which a fault may add to.
+type recording struct {
+	stamp   atomic.Int64
+	mu      sync.Mutex
+	h       linearizability.History
+	clients int        // the budget's clients are 1 to clients; the clock is clients+1
+	clockMu sync.Mutex // a fault that must know the clock's reading holds it
+	clockAt int64      // the clock's reading, as far as the clock goroutine knows
+	// unsure holds windows of stamps [from, to]: a call that returned
+	// after from and was made before to may have been lost (acknowledged
+	// by a server whose writes did not survive), so it is recorded as
+	// pending, its answer not trusted.
+	unsure [][2]int64
+}
+
+func (r *recording) now() int64 { return r.stamp.Add(1) }
+
+func (r *recording) add(o linearizability.Operation) {
+	r.mu.Lock()
+	r.h = append(r.h, o)
+	r.mu.Unlock()
+}
+
+// lost records that calls returning after stamp from and made before
+// stamp to may have been lost.
+func (r *recording) lost(from, to int64) {
+	r.mu.Lock()
+	r.unsure = append(r.unsure, [2]int64{from, to})
+	r.mu.Unlock()
+}
+
+// history returns the history, with the calls in an unsure window pending.
+func (r *recording) history() linearizability.History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.h {
+		for _, w := range r.unsure {
+			if r.h[i].Return > w[0] && r.h[i].Call < w[1] {
+				r.h[i].Pending = true
+			}
+		}
+	}
+	return r.h
+}
+
 // recordNet runs scenario sc on a budget shared by len(sc.Goroutines)
 // clients, each with its own connection pool, while a clock goroutine steps
 // the server-side clock and, for fault "stop" or "kill", a fault goroutine
@@ -63,30 +132,46 @@ func ratioClient(m model.Ratio, cfg redisbudget.Config) (netBudget, error) {
 // recorded as pending; a restart, which loses the budget, as a reset.
 func recordNet(t *testing.T, s *server, sc linearizability.Scenario, fault string, newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
 	t.Helper()
-	name, clockKey := fresh("net"), fresh("clock")
-	admin := s.client(t)
+	rg := serverRig(t, s)
+	var f func(*recording)
+	switch fault {
+	case "stop":
+		f = func(*recording) {
+			s.pause()
+			time.Sleep(2 * time.Second)
+			s.resume()
+		}
+	case "kill":
+		f = func(r *recording) {
+			r.clockMu.Lock()
+			defer r.clockMu.Unlock()
+			o := linearizability.Operation{Client: r.clients + 2, Op: model.OpReset}
+			o.Call = r.now()
+			s.kill()
+			s.startWith(map[string]string{rg.clockKey: strconv.FormatInt(r.clockAt, 10)})
+			o.Return = r.now()
+			r.add(o)
+		}
+	}
+	return record(t, rg, sc, f, newClient)
+}
+
+// record runs scenario sc on rg's budget, shared by len(sc.Goroutines)
+// clients, each with its own connection pool, while a clock goroutine steps
+// the server-side clock and, if fault is not nil, a fault goroutine runs
+// fault 20ms into the run. A failed call is recorded as pending.
+func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recording), newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
+	t.Helper()
 	ctx := context.Background()
-	if err := admin.Set(ctx, clockKey, 0, 0).Err(); err != nil {
+	if err := rg.admin.Set(ctx, rg.clockKey, 0, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	var (
-		stamp   atomic.Int64
-		mu      sync.Mutex
-		h       linearizability.History
-		clockMu sync.Mutex // the kill fault holds it, so that it knows the clock's reading
-		clockAt int64      // the clock's reading, as far as the clock goroutine knows
-	)
-	add := func(o linearizability.Operation) {
-		mu.Lock()
-		h = append(h, o)
-		mu.Unlock()
-	}
-	k := len(sc.Goroutines)
+	r := &recording{clients: len(sc.Goroutines)}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for g, ops := range sc.Goroutines {
-		client := s.client(t)
-		b, err := newClient(redisbudget.Config{Client: client, Name: name, ClockKey: clockKey, CallTimeout: 100 * time.Millisecond})
+		client := rg.client()
+		b, err := newClient(redisbudget.Config{Client: client, Name: rg.name, ClockKey: rg.clockKey, CallTimeout: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,16 +180,16 @@ func recordNet(t *testing.T, s *server, sc linearizability.Scenario, fault strin
 			<-start
 			for _, op := range ops {
 				o := linearizability.Operation{Client: g + 1, Op: op}
-				o.Call = stamp.Add(1)
+				o.Call = r.now()
 				granted, err := b(ctx, op)
-				o.Return = stamp.Add(1)
+				o.Return = r.now()
 				o.Granted, o.Pending = granted, err != nil
-				add(o)
+				r.add(o)
 				if err != nil {
 					// Like a client behind a circuit breaker: after a failure,
 					// wait for the server before the next call. Each pending
 					// call multiplies the orders the checker must try.
-					waitHealthy(client)
+					rg.healthy(client)
 				}
 				time.Sleep(time.Duration(200+rng.IntN(800)) * time.Microsecond)
 			}
@@ -113,53 +198,39 @@ func recordNet(t *testing.T, s *server, sc linearizability.Scenario, fault strin
 	wg.Go(func() {
 		<-start
 		for _, d := range sc.Clock {
-			clockMu.Lock()
-			o := linearizability.Operation{Client: k + 1, Op: model.OpAdvance(d)}
-			o.Call = stamp.Add(1)
+			r.clockMu.Lock()
+			o := linearizability.Operation{Client: r.clients + 1, Op: model.OpAdvance(d)}
+			o.Call = r.now()
 			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-			v, err := admin.IncrBy(cctx, clockKey, int64(d)).Result()
+			v, err := rg.admin.IncrBy(cctx, rg.clockKey, int64(d)).Result()
 			cancel()
-			o.Return = stamp.Add(1)
+			o.Return = r.now()
 			o.Pending = err != nil
 			if err == nil {
-				clockAt = v
+				r.clockAt = v
 			}
-			add(o)
+			r.add(o)
 			if err != nil {
-				waitHealthy(admin)
+				rg.healthy(rg.admin)
 				// The step may have landed: learn the clock's reading.
-				if v, err := admin.Get(ctx, clockKey).Int64(); err == nil {
-					clockAt = v
+				if v, err := rg.admin.Get(ctx, rg.clockKey).Int64(); err == nil {
+					r.clockAt = v
 				}
 			}
-			clockMu.Unlock()
+			r.clockMu.Unlock()
 			time.Sleep(3 * time.Millisecond)
 		}
 	})
-	if fault != "none" {
+	if fault != nil {
 		wg.Go(func() {
 			<-start
 			time.Sleep(20 * time.Millisecond) // mid-run
-			switch fault {
-			case "stop":
-				s.pause()
-				time.Sleep(2 * time.Second)
-				s.resume()
-			case "kill":
-				clockMu.Lock()
-				o := linearizability.Operation{Client: k + 2, Op: model.OpReset}
-				o.Call = stamp.Add(1)
-				s.kill()
-				s.startWith(map[string]string{clockKey: strconv.FormatInt(clockAt, 10)})
-				o.Return = stamp.Add(1)
-				add(o)
-				clockMu.Unlock()
-			}
+			fault(r)
 		})
 	}
 	close(start)
 	wg.Wait()
-	return h
+	return r.history()
 }
 
 var (
@@ -175,55 +246,9 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	s := startServer(t)
 	for _, fault := range []string{"none", "stop", "kill"} {
 		t.Run(fault, func(t *testing.T) {
-			var linearizable, violations, inconclusive, pending int
-			for seed := range uint64(*scenarios) {
-				var verdict linearizability.Verdict
-				var explain string
-				var hist linearizability.History
-				if seed%2 == 0 {
-					tm := seqcheck.TokenBucketTiming(netBucket)
-					tm.Forward = true
-					sc := scenario(seed+1, 5, tm)
-					hist = recordNet(t, s, sc, fault, func(c redisbudget.Config) (netBudget, error) { return tokenBucketClient(netBucket, c) })
-					r := linearizability.Check(netBucket, hist, 60*time.Second)
-					verdict, explain = r.Verdict, r.Explain()
-					if verdict == linearizability.Violation {
-						_, _, note := linearizability.Report(t, r, linearizability.Fixture{Name: fmt.Sprintf("%s-seed%d", fault, seed), Budget: "redisbudget.TokenBucket", Scenario: &sc})
-						explain += note
-					}
-				} else {
-					tm := seqcheck.RatioTiming(netRatio)
-					tm.Forward = true
-					sc := scenario(seed+1, 5, tm)
-					hist = recordNet(t, s, sc, fault, func(c redisbudget.Config) (netBudget, error) { return ratioClient(netRatio, c) })
-					r := linearizability.Check(netRatio, hist, 60*time.Second)
-					verdict, explain = r.Verdict, r.Explain()
-					if verdict == linearizability.Violation {
-						_, _, note := linearizability.Report(t, r, linearizability.Fixture{Name: fmt.Sprintf("%s-seed%d", fault, seed), Budget: "redisbudget.Ratio", Scenario: &sc})
-						explain += note
-					}
-				}
-				for _, o := range hist {
-					if o.Pending {
-						pending++
-					}
-				}
-				switch verdict {
-				case linearizability.Linearizable:
-					linearizable++
-				case linearizability.Inconclusive:
-					inconclusive++
-					t.Logf("seed %d: %s", seed, explain)
-				default:
-					violations++
-					t.Errorf("seed %d: not linearizable:\n%s", seed, explain)
-				}
-			}
-			t.Logf("fault %q: %d scenarios, %d linearizable, %d violations, %d inconclusive (not passes); %d pending calls recorded",
-				fault, *scenarios, linearizable, violations, inconclusive, pending)
-			if inconclusive > 0 {
-				t.Errorf("%d of %d scenarios were inconclusive: they prove nothing", inconclusive, *scenarios)
-			}
+			pending := checkScenarios(t, fault, *scenarios, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
+				return recordNet(t, s, sc, fault, newClient)
+			})
 			if fault == "stop" && pending == 0 {
 				t.Errorf("the server was stopped for 2s, yet no call failed: the fault did not happen")
 			}
@@ -231,8 +256,67 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	}
 }
 
+// checkScenarios records n scenarios with rec, alternating a token bucket
+// and a ratio, checks each history against its model, and fails the test
+// for each violation and for any inconclusive check. It returns how many
+// calls were recorded as pending.
+func checkScenarios(t *testing.T, fault string, n int, rec func(linearizability.Scenario, func(redisbudget.Config) (netBudget, error)) linearizability.History) (pending int) {
+	t.Helper()
+	var linearizable, violations, inconclusive int
+	for seed := range uint64(n) {
+		var verdict linearizability.Verdict
+		var explain string
+		var hist linearizability.History
+		name := fmt.Sprintf("%s-seed%d", fault, seed)
+		if seed%2 == 0 {
+			tm := seqcheck.TokenBucketTiming(netBucket)
+			tm.Forward = true
+			sc := scenario(seed+1, 5, tm)
+			hist = rec(sc, func(c redisbudget.Config) (netBudget, error) { return tokenBucketClient(netBucket, c) })
+			r := linearizability.Check(netBucket, hist, 60*time.Second)
+			verdict, explain = r.Verdict, r.Explain()
+			if verdict == linearizability.Violation {
+				_, _, note := linearizability.Report(t, r, linearizability.Fixture{Name: name, Budget: "redisbudget.TokenBucket", Scenario: &sc})
+				explain += note
+			}
+		} else {
+			tm := seqcheck.RatioTiming(netRatio)
+			tm.Forward = true
+			sc := scenario(seed+1, 5, tm)
+			hist = rec(sc, func(c redisbudget.Config) (netBudget, error) { return ratioClient(netRatio, c) })
+			r := linearizability.Check(netRatio, hist, 60*time.Second)
+			verdict, explain = r.Verdict, r.Explain()
+			if verdict == linearizability.Violation {
+				_, _, note := linearizability.Report(t, r, linearizability.Fixture{Name: name, Budget: "redisbudget.Ratio", Scenario: &sc})
+				explain += note
+			}
+		}
+		for _, o := range hist {
+			if o.Pending {
+				pending++
+			}
+		}
+		switch verdict {
+		case linearizability.Linearizable:
+			linearizable++
+		case linearizability.Inconclusive:
+			inconclusive++
+			t.Logf("seed %d: %s", seed, explain)
+		default:
+			violations++
+			t.Errorf("seed %d: not linearizable:\n%s", seed, explain)
+		}
+	}
+	t.Logf("fault %q: %d scenarios, %d linearizable, %d violations, %d inconclusive (not passes); %d pending calls recorded",
+		fault, n, linearizable, violations, inconclusive, pending)
+	if inconclusive > 0 {
+		t.Errorf("%d of %d scenarios were inconclusive: they prove nothing", inconclusive, n)
+	}
+	return pending
+}
+
 // waitHealthy waits until the server answers a PING, for at most 10s.
-func waitHealthy(c *redis.Client) {
+func waitHealthy(c redis.UniversalClient) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		err := c.Ping(ctx).Err()

@@ -30,7 +30,7 @@ end
 local function parse(f, raw, signed)
   if not raw then return nil end
   local v = tonumber(raw)
-  if not v or v ~= math.floor(v) or math.abs(v) >= 2^53 or (v < 0 and not signed) then
+  if not v or v ~= math.floor(v) or math.abs(v) == math.huge or (v < 0 and not signed) then
     error({err = 'CORRUPT retrybudget: field ' .. f .. ' of ' .. key .. ' holds "' .. raw .. '", not ' .. (signed and 'an integer' or 'a count')})
   end
   return v

@@ -114,8 +114,12 @@ func failure(w *dialWatch, op, key string, err error) error {
 
 // Config is what both budgets need besides their algorithm's settings.
 type Config struct {
-	// Client talks to Redis. Turn its own retries off (MaxRetries: -1):
-	// a retried script could be applied twice. The constructors add a hook
+	// Client talks to Redis. Its own retries must be off (MaxRetries: -1;
+	// for a *redis.ClusterClient MaxRedirects: -1 too), or the
+	// constructors return an error: a script whose reply was lost would be
+	// sent again and applied twice. On a cluster, a call after a failover
+	// then fails once with MOVED (ErrUnavailable), and the next goes to the
+	// new master. The constructors add a hook
 	// to it (to a cluster's or ring's nodes, those made from then on) that
 	// watches its dials, so that a call that timed out while the client
 	// could not connect names the dial's error.
@@ -137,7 +141,8 @@ type Config struct {
 	Clock budget.Clock
 	// ClockKey, if set, names a Redis key holding the time in nanoseconds,
 	// which the scripts read inside each call: a test clock that the whole
-	// fleet shares, stepped with INCRBY.
+	// fleet shares, stepped with INCRBY. On a cluster it must carry the
+	// budget's hash tag, "{Name}", to be in the budget's slot.
 	ClockKey string
 	// OnError, if set, is called with every failed call's error.
 	OnError func(error)
@@ -147,6 +152,37 @@ type Config struct {
 	// than that share: a kind of retry that costs more than the share is
 	// denied. Zero fails closed.
 	FleetSize int
+}
+
+// retries returns the option by which client resends a failed command, and
+// its value; a client of a type it does not know is taken as not resending.
+// A cluster client resends a command that timed out or lost its connection
+// up to MaxRedirects times (on another node, too), MOVED or not.
+func retries(client redis.UniversalClient) (string, int) {
+	switch c := client.(type) {
+	case *redis.Client:
+		return "MaxRetries", c.Options().MaxRetries
+	case *redis.Ring:
+		return "MaxRetries", c.Options().MaxRetries
+	case *redis.ClusterClient:
+		if n := c.Options().MaxRetries; n > 0 {
+			return "MaxRetries", n
+		}
+		return "MaxRedirects", c.Options().MaxRedirects
+	}
+	return "", 0
+}
+
+// hashTag returns the part of key that Redis Cluster hashes: what lies
+// between the first "{" and the next "}", if that is not empty, or the
+// whole key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }
 
 // MinIdleTTL is the shortest IdleTTL a Config takes. The scripts give
@@ -172,6 +208,13 @@ func (c *Config) check() error {
 		return bad("IdleTTL", c.IdleTTL, "0 (one hour) or at least "+MinIdleTTL.String())
 	case c.FleetSize < 0:
 		return bad("FleetSize", c.FleetSize, ">= 0")
+	}
+	if what, n := retries(c.Client); n > 0 {
+		return bad("Client", fmt.Sprintf("a client with %s %d", what, n),
+			"a client that does not resend a command ("+what+": -1): a script whose reply was lost would be applied twice")
+	}
+	if _, ok := c.Client.(*redis.ClusterClient); ok && c.ClockKey != "" && hashTag(c.ClockKey) != c.Name {
+		return bad("ClockKey", c.ClockKey, "a key with the hash tag {"+c.Name+"} on a cluster, in the budget's slot")
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 100 * time.Millisecond

@@ -182,6 +182,22 @@ func TestConfigErrorsAreConfigErrors(t *testing.T) {
 		{"IdleTTL", func(c *redisbudget.Config) { c.IdleTTL = 3600 }},
 		{"IdleTTL", func(c *redisbudget.Config) { c.IdleTTL = 999 * time.Millisecond }},
 		{"FleetSize", func(c *redisbudget.Config) { c.FleetSize = -1 }},
+		// Clients that resend a command whose reply was lost, which would
+		// apply a script twice.
+		{"Client", func(c *redisbudget.Config) {
+			c.Client = closing(t, redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
+		}},
+		{"Client", func(c *redisbudget.Config) {
+			c.Client = closing(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}))
+		}},
+		{"Client", func(c *redisbudget.Config) {
+			c.Client = closing(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRedirects: -1, MaxRetries: 2}))
+		}},
+		// On a cluster, a ClockKey outside the budget's slot.
+		{"ClockKey", func(c *redisbudget.Config) {
+			c.Client = closing(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRedirects: -1}))
+			c.ClockKey = "clock"
+		}},
 	} {
 		c := ok
 		tc.edit(&c)
@@ -209,6 +225,25 @@ func TestConfigErrorsAreConfigErrors(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// closing closes c at the end of the test.
+func closing[C interface{ Close() error }](t *testing.T, c C) C {
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// A cluster client that resends nothing, with a ClockKey in the budget's
+// slot, is a good Config.
+func TestClusterConfig(t *testing.T) {
+	c := closing(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRedirects: -1}))
+	cfg := redisbudget.Config{Client: c, Name: "payments", ClockKey: "retrybudget:{payments}:clock"}
+	if _, err := redisbudget.NewTokenBucket(cfg, budget.DefaultTokenBucketConfig()); err != nil {
+		t.Error(err)
+	}
+	if _, err := redisbudget.NewRatio(cfg, budget.DefaultRatioConfig()); err != nil {
+		t.Error(err)
+	}
+}
 
 // The fallback never grants more than a process's share, even when the
 // share is below a retry's cost: with a capacity of 500 and a fleet of 36

@@ -15,13 +15,16 @@ import (
 )
 
 // server is a redis-server of the test's own, on a free loopback port, with
-// persistence off. It stops at the end of the test.
+// persistence off unless aof is set. It stops at the end of the test.
 type server struct {
 	t    testing.TB
 	path string
 	port int
 	dir  string
 	cmd  *exec.Cmd
+	// aof, if set, turns the append-only file on with this appendfsync
+	// policy ("always" or "everysec"), in dir: a restart reloads it.
+	aof string
 }
 
 // startServer starts a server. Without redis-server on PATH it skips the
@@ -29,7 +32,11 @@ type server struct {
 func startServer(t *testing.T) *server { return startServerTB(t) }
 
 // startServerTB is startServer for any testing.TB.
-func startServerTB(t testing.TB) *server {
+func startServerTB(t testing.TB) *server { return startServerAOF(t, "") }
+
+// startServerAOF is startServer with the append-only file on, with
+// appendfsync policy fsync ("" for persistence off).
+func startServerAOF(t testing.TB, fsync string) *server {
 	t.Helper()
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -44,7 +51,7 @@ func startServerTB(t testing.TB) *server {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	s := &server{t: t, path: path, port: port, dir: t.TempDir()}
+	s := &server{t: t, path: path, port: port, dir: t.TempDir(), aof: fsync}
 	s.start()
 	t.Cleanup(func() { s.kill() })
 	return s
@@ -61,8 +68,12 @@ func (s *server) startWith(preload map[string]string) {
 	s.t.Helper()
 	sock := filepath.Join(s.dir, "redis.sock")
 	os.Remove(sock)
-	s.cmd = exec.Command(s.path, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700", "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--daemonize", "no", "--loglevel", "warning")
+	persistence := []string{"--appendonly", "no"}
+	if s.aof != "" {
+		persistence = []string{"--appendonly", "yes", "--appendfsync", s.aof}
+	}
+	s.cmd = exec.Command(s.path, append([]string{"--port", "0", "--unixsocket", sock, "--unixsocketperm", "700", "--bind", "127.0.0.1",
+		"--save", "", "--dir", s.dir, "--daemonize", "no", "--loglevel", "warning"}, persistence...)...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("starting redis-server: %v", err)
 	}
@@ -124,3 +135,12 @@ func (s *server) clientTB(t testing.TB) *redis.Client {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// quiet drops go-redis's own log lines (a dial that failed, a pool that
+// redials), which the fault tests cause by the hundred; the errors the
+// budgets return carry the causes the tests check.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quiet{}) }

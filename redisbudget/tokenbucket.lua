@@ -24,7 +24,7 @@ if st[1] or st[2] or st[3] or st[4] then
   local v = {}
   for i = 1, 4 do
     v[i] = tonumber(st[i])
-    if not v[i] or v[i] ~= math.floor(v[i]) or math.abs(v[i]) >= 2^53 then
+    if not v[i] or v[i] ~= math.floor(v[i]) or math.abs(v[i]) == math.huge then
       local what = st[i] and ('holds "' .. st[i] .. '", not an integer') or 'is missing'
       return redis.error_reply('CORRUPT retrybudget: field ' .. names[i] .. ' of ' .. key .. ' ' .. what)
     end
