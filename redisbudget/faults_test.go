@@ -334,3 +334,87 @@ func scenario(seed, stream uint64, tm seqcheck.Timing) linearizability.Scenario 
 	g, c := harness.Lists(harness.Rand(rand.New(rand.NewPCG(seed, stream))), 4, 100, 20, tm)
 	return linearizability.Scenario{Goroutines: g, Clock: c}
 }
+
+// proxyRig is serverRig with the budget's clients behind p; the clock's
+// steps go to s directly.
+func proxyRig(t *testing.T, s *server, p *faultProxy) rig {
+	rg := serverRig(t, s)
+	rg.client = func() redis.UniversalClient {
+		c := redis.NewClient(&redis.Options{
+			Addr: p.addr(), MaxRetries: -1, PoolSize: 4,
+			DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond,
+			ContextTimeoutEnabled: true,
+		})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	return rg
+}
+
+// networkFaults runs, mid-run, each fault of p in turn: replies delayed
+// past CallTimeout, replies lost after the script ran, every connection
+// cut, every connection half-open, a black hole, and refused connections.
+func networkFaults(p *faultProxy) func(*recording) {
+	return func(*recording) {
+		phase := func(on func(), d time.Duration, off func()) {
+			on()
+			time.Sleep(d)
+			off()
+		}
+		phase(func() { p.setDelay(60 * time.Millisecond) }, 100*time.Millisecond, func() { p.setDelay(0) })
+		phase(func() { p.setDropReplies(true) }, 30*time.Millisecond, func() { p.setDropReplies(false) })
+		p.cut()
+		time.Sleep(10 * time.Millisecond)
+		p.halfOpen()
+		time.Sleep(30 * time.Millisecond)
+		phase(func() { p.setBlackhole(true) }, 30*time.Millisecond, func() { p.setBlackhole(false) })
+		phase(func() { p.setRefuse(true) }, 30*time.Millisecond, func() { p.setRefuse(false) })
+	}
+}
+
+// TestLinearizableThroughNetworkFaults checks histories of 4 clients × 100
+// calls that reach the server through a fault proxy, which delays, loses
+// replies (the script ran, the caller saw an error), cuts, half-opens,
+// black-holes and refuses connections mid-run. Every call that failed is
+// pending, and the check holds. Run with -redis.scenarios=50 for the
+// acceptance level.
+func TestLinearizableThroughNetworkFaults(t *testing.T) {
+	s := startServer(t)
+	p := newFaultProxy(t, s.addr())
+	pending := checkScenarios(t, "network", *scenarios, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
+		return record(t, proxyRig(t, s, p), sc, networkFaults(p), newClient)
+	})
+	st := p.stats()
+	t.Logf("the proxy dropped %d replies and refused %d connections; %d pending calls", st.droppedReplies, st.refused, pending)
+	if st.droppedReplies == 0 || pending == 0 {
+		t.Errorf("no reply was lost (%d) or no call failed (%d): the faults did not happen mid-run", st.droppedReplies, pending)
+	}
+}
+
+// Recording the calls whose reply was lost as denials, as a caller that
+// takes an error for a "no" would, is caught: their charge happened.
+func TestLostRepliesTakenAsDenialsAreCaught(t *testing.T) {
+	s := startServer(t)
+	p := newFaultProxy(t, s.addr())
+	m := netBucket
+	tm := seqcheck.TokenBucketTiming(m)
+	tm.Forward = true
+	for seed := range uint64(20) {
+		sc := scenario(seed+1, 13, tm)
+		h := record(t, proxyRig(t, s, p), sc, func(*recording) {
+			p.setDropReplies(true)
+			time.Sleep(100 * time.Millisecond)
+			p.setDropReplies(false)
+		}, func(c redisbudget.Config) (netBudget, error) { return tokenBucketClient(m, c) })
+		for i := range h {
+			if h[i].Pending && h[i].Client <= len(sc.Goroutines) {
+				h[i].Pending, h[i].Granted = false, false
+			}
+		}
+		if r := linearizability.Check(m, h, 60*time.Second); r.Verdict == linearizability.Violation {
+			t.Logf("scenario %d: a lost reply taken as a denial is a violation:\n%s", seed+1, r.Explain())
+			return
+		}
+	}
+	t.Fatal("20 runs with lost replies taken as denials showed no violation")
+}
