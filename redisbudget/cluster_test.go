@@ -255,10 +255,11 @@ func clusterRig(t testing.TB, c *testCluster) rig {
 		admin:  c.client(t),
 		healthy: func(cl redis.UniversalClient) {
 			// The first call after a failover fails with MOVED, which
-			// makes the client load the new topology.
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			// makes the client load the new topology. The probe is a
+			// write: a master handing over its slots pauses writes only.
+			for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-				err := cl.Exists(ctx, clockKey).Err()
+				err := cl.Incr(ctx, "retrybudget:{"+name+"}:probe").Err()
 				cancel()
 				if err == nil {
 					return
@@ -301,6 +302,7 @@ func TestCluster(t *testing.T) {
 			var promoted time.Duration
 			checkScenarios(t, fault, n, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
 				rg := clusterRig(t, c)
+				rg.hold = true
 				var promotedAt int64
 				master, replica := c.owners(t, rg.clockKey)
 				h := record(t, rg, sc, func(r *recording) {
@@ -315,7 +317,7 @@ func TestCluster(t *testing.T) {
 						}
 					case "masterkill":
 						from := r.now()
-						mc := master.client()
+						mc := redis.NewClient(&redis.Options{Addr: master.addr(), MaxRetries: -1, ReadTimeout: 5 * time.Second})
 						var wait *redis.Cmd
 						_, err := mc.Pipelined(context.Background(), func(p redis.Pipeliner) error {
 							p.Incr(context.Background(), "retrybudget:{"+rg.name+"}:fence")

@@ -2,9 +2,11 @@ package redisbudget_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -68,6 +70,28 @@ type rig struct {
 	// name and clockKey are the budget's Name and its ClockKey, which must
 	// share a hash slot on a cluster.
 	name, clockKey string
+	// hold, if set, makes each client wait at the middle of its calls
+	// until the fault is over, so that calls are made after it as well as
+	// before and during it.
+	hold bool
+}
+
+// notRun reports whether err proves that the call had no effect: Redis
+// answered that it did not run the command here (MOVED, ASK, READONLY,
+// CLUSTERDOWN, TRYAGAIN, LOADING, MASTERDOWN). Such a call is left out of
+// the history, as if it had not been made; a call that failed in any other
+// way may have run, and is pending.
+func notRun(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	for _, p := range []string{"MOVED ", "ASK ", "READONLY ", "CLUSTERDOWN ", "TRYAGAIN ", "LOADING ", "MASTERDOWN "} {
+		if strings.HasPrefix(re.Error(), p) {
+			return true
+		}
+	}
+	return false
 }
 
 // serverRig is a rig on s, for a budget of a fresh name.
@@ -167,7 +191,10 @@ func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recor
 		t.Fatal(err)
 	}
 	r := &recording{clients: len(sc.Goroutines)}
-	start := make(chan struct{})
+	start, faulted := make(chan struct{}), make(chan struct{})
+	if fault == nil || !rg.hold {
+		close(faulted)
+	}
 	var wg sync.WaitGroup
 	for g, ops := range sc.Goroutines {
 		client := rg.client()
@@ -178,13 +205,19 @@ func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recor
 		rng := rand.New(rand.NewPCG(uint64(g), 1))
 		wg.Go(func() {
 			<-start
-			for _, op := range ops {
+			for i, op := range ops {
+				if i == len(ops)/2 {
+					<-faulted
+				}
 				o := linearizability.Operation{Client: g + 1, Op: op}
 				o.Call = r.now()
 				granted, err := b(ctx, op)
 				o.Return = r.now()
 				o.Granted, o.Pending = granted, err != nil
-				r.add(o)
+				if !notRun(err) {
+					r.add(o)
+				}
+
 				if err != nil {
 					// Like a client behind a circuit breaker: after a failure,
 					// wait for the server before the next call. Each pending
@@ -209,7 +242,9 @@ func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recor
 			if err == nil {
 				r.clockAt = v
 			}
-			r.add(o)
+			if !notRun(err) {
+				r.add(o)
+			}
 			if err != nil {
 				rg.healthy(rg.admin)
 				// The step may have landed: learn the clock's reading.
@@ -226,6 +261,9 @@ func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recor
 			<-start
 			time.Sleep(20 * time.Millisecond) // mid-run
 			fault(r)
+			if rg.hold {
+				close(faulted)
+			}
 		})
 	}
 	close(start)
@@ -353,7 +391,7 @@ func proxyRig(t *testing.T, s *server, p *faultProxy) rig {
 
 // networkFaults runs, mid-run, each fault of p in turn: replies delayed
 // past CallTimeout, replies lost after the script ran, every connection
-// cut, every connection half-open, a black hole, and refused connections.
+// cut and new ones refused, every connection half-open, and a black hole.
 func networkFaults(p *faultProxy) func(*recording) {
 	return func(*recording) {
 		phase := func(on func(), d time.Duration, off func()) {
@@ -361,14 +399,13 @@ func networkFaults(p *faultProxy) func(*recording) {
 			time.Sleep(d)
 			off()
 		}
-		phase(func() { p.setDelay(60 * time.Millisecond) }, 100*time.Millisecond, func() { p.setDelay(0) })
+		phase(func() { p.setDelay(60 * time.Millisecond) }, 80*time.Millisecond, func() { p.setDelay(0) })
 		phase(func() { p.setDropReplies(true) }, 30*time.Millisecond, func() { p.setDropReplies(false) })
-		p.cut()
-		time.Sleep(10 * time.Millisecond)
+		// The cut makes every client redial, into the refusals.
+		phase(func() { p.setRefuse(true); p.cut() }, 30*time.Millisecond, func() { p.setRefuse(false) })
 		p.halfOpen()
 		time.Sleep(30 * time.Millisecond)
 		phase(func() { p.setBlackhole(true) }, 30*time.Millisecond, func() { p.setBlackhole(false) })
-		phase(func() { p.setRefuse(true) }, 30*time.Millisecond, func() { p.setRefuse(false) })
 	}
 }
 
@@ -386,8 +423,8 @@ func TestLinearizableThroughNetworkFaults(t *testing.T) {
 	})
 	st := p.stats()
 	t.Logf("the proxy dropped %d replies and refused %d connections; %d pending calls", st.droppedReplies, st.refused, pending)
-	if st.droppedReplies == 0 || pending == 0 {
-		t.Errorf("no reply was lost (%d) or no call failed (%d): the faults did not happen mid-run", st.droppedReplies, pending)
+	if st.droppedReplies == 0 || st.refused == 0 || pending == 0 {
+		t.Errorf("no reply was lost (%d), no connection refused (%d) or no call failed (%d): the faults did not happen mid-run", st.droppedReplies, st.refused, pending)
 	}
 }
 
