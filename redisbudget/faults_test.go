@@ -259,11 +259,11 @@ func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recor
 	if fault != nil {
 		wg.Go(func() {
 			<-start
+			if rg.hold {
+				defer close(faulted)
+			}
 			time.Sleep(20 * time.Millisecond) // mid-run
 			fault(r)
-			if rg.hold {
-				close(faulted)
-			}
 		})
 	}
 	close(start)
@@ -389,37 +389,52 @@ func proxyRig(t *testing.T, s *server, p *faultProxy) rig {
 	return rg
 }
 
-// networkFaults runs, mid-run, each fault of p in turn: replies delayed
-// past CallTimeout, replies lost after the script ran, every connection
-// cut and new ones refused, every connection half-open, and a black hole.
-func networkFaults(p *faultProxy) func(*recording) {
-	return func(*recording) {
-		phase := func(on func(), d time.Duration, off func()) {
-			on()
-			time.Sleep(d)
-			off()
-		}
+// networkFaults returns the faults of p that scenario n runs mid-run, two
+// of them in turn, by turns: replies delayed past CallTimeout and replies
+// lost after the script ran; every connection cut and new ones refused,
+// and every connection half-open; a black hole and lost replies again.
+// Each scenario gets a few faults only: every failed call is pending, and
+// each pending call multiplies the orders the checker must try.
+func networkFaults(p *faultProxy, n int) func(*recording) {
+	phase := func(on func(), d time.Duration, off func()) {
+		on()
+		time.Sleep(d)
+		off()
+	}
+	delay := func() {
 		phase(func() { p.setDelay(60 * time.Millisecond) }, 80*time.Millisecond, func() { p.setDelay(0) })
+	}
+	drop := func() {
 		phase(func() { p.setDropReplies(true) }, 30*time.Millisecond, func() { p.setDropReplies(false) })
-		// The cut makes every client redial, into the refusals.
+	}
+	// The cut makes every client redial, into the refusals.
+	cut := func() {
 		phase(func() { p.setRefuse(true); p.cut() }, 30*time.Millisecond, func() { p.setRefuse(false) })
-		p.halfOpen()
-		time.Sleep(30 * time.Millisecond)
-		phase(func() { p.setBlackhole(true) }, 30*time.Millisecond, func() { p.setBlackhole(false) })
+	}
+	halfOpen := func() { p.halfOpen(); time.Sleep(30 * time.Millisecond) }
+	hole := func() { phase(func() { p.setBlackhole(true) }, 30*time.Millisecond, func() { p.setBlackhole(false) }) }
+	faults := [][]func(){{delay, drop}, {cut, halfOpen}, {hole, drop}}[n%3]
+	return func(*recording) {
+		for _, f := range faults {
+			f()
+		}
 	}
 }
 
 // TestLinearizableThroughNetworkFaults checks histories of 4 clients × 100
 // calls that reach the server through a fault proxy, which delays, loses
 // replies (the script ran, the caller saw an error), cuts, half-opens,
-// black-holes and refuses connections mid-run. Every call that failed is
+// black-holes and refuses connections mid-run, a few of these faults in
+// each scenario. Every call that failed is
 // pending, and the check holds. Run with -redis.scenarios=50 for the
 // acceptance level.
 func TestLinearizableThroughNetworkFaults(t *testing.T) {
 	s := startServer(t)
 	p := newFaultProxy(t, s.addr())
+	n := 0
 	pending := checkScenarios(t, "network", *scenarios, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
-		return record(t, proxyRig(t, s, p), sc, networkFaults(p), newClient)
+		n++
+		return record(t, proxyRig(t, s, p), sc, networkFaults(p, n-1), newClient)
 	})
 	st := p.stats()
 	t.Logf("the proxy dropped %d replies and refused %d connections; %d pending calls", st.droppedReplies, st.refused, pending)

@@ -51,6 +51,11 @@ if st[1] or st[2] or st[3] or st[4] or st[5] then
   last, origin, head = parse('l', st[1], true), parse('o', st[2], true), parse('h', st[3], true)
   reqs, rets, off = parse('q', st[4]), parse('r', st[5]), parse('a', st[6])
 end
+-- The fields as read, to write back only those that change.
+local l0, o0, h0, q0, r0, a0 = last, origin, head, reqs, rets, off
+-- tagged: the head's slot is known to be numbered head. Every call ends
+-- with it so; a call that does not move the head need not read it again.
+local tagged = last ~= nil
 local now
 local server = KEYS[2] == nil and ARGV[6] == ''
 if not server then
@@ -72,6 +77,7 @@ else
   now = (sec - origin) * E9 + usec * 1000
 end
 if last == nil then
+  tagged = false
   head = fdiv(now, width)
   last, off, reqs, rets = now, now - head * width, 0, 0
 elseif off == nil then
@@ -86,16 +92,19 @@ if now > last then
     -- Everything counted has left the window. Any head at least size
     -- slots on makes every slot stale, so the head moves by size only.
     reqs, rets, head = 0, 0, head + size
+    tagged = false
   else
     for _ = 1, crossed do
       head = head + 1
       local i = head - fdiv(head, size) * size
-      local tag = int('n' .. i, true)
+      local ni, qi, ri = 'n' .. i, 'q' .. i, 'r' .. i
+      local slot = redis.call('HMGET', key, ni, qi, ri)
+      local tag = parse(ni, slot[1], true)
       if tag ~= nil and tag <= head - 1 and (head - 1) - tag < size then
-        reqs = reqs - (int('q' .. i) or 0)
-        rets = rets - (int('r' .. i) or 0)
+        reqs = reqs - (parse(qi, slot[2]) or 0)
+        rets = rets - (parse(ri, slot[3]) or 0)
       end
-      redis.call('HSET', key, 'n' .. i, string.format('%.0f', head), 'q' .. i, 0, 'r' .. i, 0)
+      redis.call('HSET', key, ni, head, qi, 0, ri, 0)
     end
   end
 end
@@ -107,9 +116,10 @@ if head > 2^50 then
   for i = 0, size - 1 do
     local tag = int('n' .. i, true)
     if tag ~= nil then
-      redis.call('HSET', key, 'n' .. i, string.format('%.0f', tag - shift))
+      redis.call('HSET', key, 'n' .. i, tag - shift)
     end
   end
+  tagged = false
 end
 if server and last > 2^52 then
   -- Move the origin up by whole seconds; the offset is unchanged.
@@ -117,8 +127,8 @@ if server and last > 2^52 then
   origin, last = origin + shift, last - shift * E9
 end
 local i = head - fdiv(head, size) * size
-if int('n' .. i, true) ~= head then
-  redis.call('HSET', key, 'n' .. i, string.format('%.0f', head), 'q' .. i, 0, 'r' .. i, 0)
+if not tagged and int('n' .. i, true) ~= head then
+  redis.call('HSET', key, 'n' .. i, head, 'q' .. i, 0, 'r' .. i, 0)
 end
 local granted = 0
 if op == 'request' then
@@ -131,9 +141,16 @@ elseif op == 'retry' then
     rets, granted = rets + 1, 1
   end
 end
-redis.call('HSET', key, 'l', string.format('%.0f', last), 'o', string.format('%.0f', origin),
-  'h', string.format('%.0f', head), 'a', string.format('%.0f', off), 'q', string.format('%.0f', reqs),
-  'r', string.format('%.0f', rets))
-if not st[7] then redis.call('HSET', key, 'c', fp) end
+-- Write only the fields that changed (all of them, and c, on a new key).
+-- A number goes to Redis as %.17g: exact for an integer below 2^53.
+local w, n = {}, 0
+if last ~= l0 then w[n + 1], w[n + 2], n = 'l', last, n + 2 end
+if origin ~= o0 then w[n + 1], w[n + 2], n = 'o', origin, n + 2 end
+if head ~= h0 then w[n + 1], w[n + 2], n = 'h', head, n + 2 end
+if off ~= a0 then w[n + 1], w[n + 2], n = 'a', off, n + 2 end
+if reqs ~= q0 then w[n + 1], w[n + 2], n = 'q', reqs, n + 2 end
+if rets ~= r0 then w[n + 1], w[n + 2], n = 'r', rets, n + 2 end
+if not st[7] then w[n + 1], w[n + 2], n = 'c', fp, n + 2 end
+if n > 0 then redis.call('HSET', key, unpack(w, 1, n)) end
 redis.call('PEXPIRE', key, ttl)
 return granted

@@ -284,6 +284,7 @@ const maxCapacity = 9000
 type TokenBucket struct {
 	cfg      Config
 	key      string
+	keys     []string // the script's: key, and ClockKey if set
 	capacity int64
 	cost     [3]int64
 	bonus    int64
@@ -314,7 +315,7 @@ func NewTokenBucket(c Config, b budget.TokenBucketConfig) (*TokenBucket, error) 
 		return nil, &budget.ConfigError{Field: "TokenBucketConfig.Capacity", Value: fmt.Sprint(b.Capacity), Want: fmt.Sprintf("at most %d in redisbudget", maxCapacity)}
 	}
 	t := &TokenBucket{
-		cfg: c, key: "retrybudget:{" + c.Name + "}:tb",
+		cfg: c, key: "retrybudget:{" + c.Name + "}:tb", keys: c.keys("retrybudget:{" + c.Name + "}:tb"),
 		capacity: milli(b.Capacity), bonus: milli(b.SuccessBonus), refill: milli(b.RefillPerSecond), noRefund: b.NoRefund,
 		cost: [3]int64{0, milli(b.TransientCost), milli(b.ThrottledCost)},
 		errs: newErrs(c),
@@ -414,11 +415,10 @@ func (t *TokenBucket) SuccessContext(ctx context.Context, k budget.Kind) error {
 func (t *TokenBucket) run(ctx context.Context, op string, amount int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.CallTimeout)
 	defer cancel()
-	v, err := tokenBucketScript.Run(ctx, t.cfg.Client, t.cfg.keys(t.key), op, amount, t.capacity, t.refill, t.cfg.now(), t.cfg.IdleTTL.Milliseconds(), t.fingerprint).Slice()
+	granted, err := tokenBucketScript.Run(ctx, t.cfg.Client, t.keys, op, amount, t.capacity, t.refill, t.cfg.now(), t.cfg.IdleTTL.Milliseconds(), t.fingerprint).Int64()
 	if err != nil {
 		return 0, t.errs.fail(op, t.key, err)
 	}
-	granted, _ := v[0].(int64)
 	return granted, nil
 }
 
@@ -429,6 +429,7 @@ func (t *TokenBucket) run(ctx context.Context, op string, amount int64) (int64, 
 type Ratio struct {
 	cfg      Config
 	key      string
+	keys     []string // the script's: key, and ClockKey if set
 	width    int64
 	slots    int64
 	ppm      int64
@@ -456,7 +457,7 @@ func NewRatio(c Config, r budget.RatioConfig) (*Ratio, error) {
 		return nil, &budget.ConfigError{Field: "RatioConfig.Slots", Value: fmt.Sprint(r.Slots), Want: "at most 1024 in redisbudget"}
 	}
 	b := &Ratio{
-		cfg: c, key: "retrybudget:{" + c.Name + "}:ratio",
+		cfg: c, key: "retrybudget:{" + c.Name + "}:ratio", keys: c.keys("retrybudget:{" + c.Name + "}:ratio"),
 		width: int64(r.Window) / int64(r.Slots), slots: int64(r.Slots),
 		ppm: int64(math.Round(r.Ratio * 1e6)), floor: int64(r.Floor),
 		errs: newErrs(c),
@@ -522,7 +523,7 @@ func (r *Ratio) SuccessContext(context.Context, budget.Kind) error { return nil 
 func (r *Ratio) run(ctx context.Context, op string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
-	v, err := ratioScript.Run(ctx, r.cfg.Client, r.cfg.keys(r.key), op, r.width, r.slots, r.ppm, r.floor, r.cfg.now(), r.cfg.IdleTTL.Milliseconds(), r.fingerprint).Int64()
+	v, err := ratioScript.Run(ctx, r.cfg.Client, r.keys, op, r.width, r.slots, r.ppm, r.floor, r.cfg.now(), r.cfg.IdleTTL.Milliseconds(), r.fingerprint).Int64()
 	if err != nil {
 		return 0, r.errs.fail(op, r.key, err)
 	}

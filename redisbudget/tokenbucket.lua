@@ -1,5 +1,5 @@
 -- One call of a token-bucket retry budget, atomic in the server.
--- KEYS[1]: the budget's hash; KEYS[2], if given, a test clock (ns). ARGV: op ("retry", "credit" or "peek"),
+-- KEYS[1]: the budget's hash; KEYS[2], if given, a test clock (ns). ARGV: op ("retry" or "credit"),
 -- amount (milli-tokens), capacity, refill (milli-tokens per second), now
 -- (ns, or "" to read the server's TIME), idle TTL (ms), the configuration's
 -- fingerprint.
@@ -19,17 +19,21 @@ if st[5] and st[5] ~= fp then
   return redis.error_reply('MISMATCH retrybudget: ' .. key .. ' was made by the configuration "' .. st[5] .. '", and this process has "' .. fp .. '"')
 end
 local tokens, frac, seen, origin
+-- The fields as read, to write back only those that change.
+local t0, f0, s0, o0
+local function whole(x) return x and x == math.floor(x) and math.abs(x) ~= math.huge end
 if st[1] or st[2] or st[3] or st[4] then
-  local names = {'t', 'f', 's', 'o'}
-  local v = {}
-  for i = 1, 4 do
-    v[i] = tonumber(st[i])
-    if not v[i] or v[i] ~= math.floor(v[i]) or math.abs(v[i]) == math.huge then
-      local what = st[i] and ('holds "' .. st[i] .. '", not an integer') or 'is missing'
-      return redis.error_reply('CORRUPT retrybudget: field ' .. names[i] .. ' of ' .. key .. ' ' .. what)
+  t0, f0, s0, o0 = tonumber(st[1]), tonumber(st[2]), tonumber(st[3]), tonumber(st[4])
+  if not (whole(t0) and whole(f0) and whole(s0) and whole(o0)) then
+    local names, v = {'t', 'f', 's', 'o'}, {t0, f0, s0, o0}
+    for i = 1, 4 do
+      if not whole(v[i]) then
+        local what = st[i] and ('holds "' .. st[i] .. '", not an integer') or 'is missing'
+        return redis.error_reply('CORRUPT retrybudget: field ' .. names[i] .. ' of ' .. key .. ' ' .. what)
+      end
     end
   end
-  tokens, frac, seen, origin = v[1], v[2], v[3], v[4]
+  tokens, frac, seen, origin = t0, f0, s0, o0
   if tokens < 0 or tokens > cap then
     return redis.error_reply('CORRUPT retrybudget: field t of ' .. key .. ' holds ' .. st[1] .. ' milli-tokens, outside [0, ' .. string.format('%.0f', cap) .. ']')
   end
@@ -92,8 +96,14 @@ if KEYS[2] == nil and ARGV[5] == '' and seen > 2^52 then
   local shift = math.floor(seen / E9)
   origin, seen = origin + shift, seen - shift * E9
 end
-redis.call('HSET', key, 't', string.format('%.0f', tokens), 'f', string.format('%.0f', frac),
-  's', string.format('%.0f', seen), 'o', string.format('%.0f', origin))
-if not st[5] then redis.call('HSET', key, 'c', fp) end
+-- Write only the fields that changed (all of them, and c, on a new key).
+-- A number goes to Redis as %.17g: exact for an integer below 2^53.
+local w, n = {}, 0
+if tokens ~= t0 then w[n + 1], w[n + 2], n = 't', tokens, n + 2 end
+if frac ~= f0 then w[n + 1], w[n + 2], n = 'f', frac, n + 2 end
+if seen ~= s0 then w[n + 1], w[n + 2], n = 's', seen, n + 2 end
+if origin ~= o0 then w[n + 1], w[n + 2], n = 'o', origin, n + 2 end
+if not st[5] then w[n + 1], w[n + 2], n = 'c', fp, n + 2 end
+if n > 0 then redis.call('HSET', key, unpack(w, 1, n)) end
 redis.call('PEXPIRE', key, ttl)
-return {granted, string.format('%.0f', tokens)}
+return granted
