@@ -188,7 +188,9 @@ func (c *testCluster) client(t testing.TB) *redis.ClusterClient {
 		addrs[i] = n.addr()
 	}
 	cl := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: addrs, MaxRedirects: -1, PoolSize: 4,
+		// go-redis reloads the topology on MOVED, but not when a master
+		// is gone, until ClusterStateReloadInterval (60s by default).
+		Addrs: addrs, MaxRedirects: -1, PoolSize: 4, ClusterStateReloadInterval: 500 * time.Millisecond,
 		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond,
 		ContextTimeoutEnabled: true,
 	})
