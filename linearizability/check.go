@@ -142,6 +142,9 @@ func toPorcupine(h History) []porcupine.Operation {
 		ret := o.Return
 		if o.Pending {
 			ret = math.MaxInt64 // it may take effect at any time after its call
+			if o.Settled > o.Call {
+				ret = o.Settled // or before a stamp the recorder knows
+			}
 		}
 		ops[i] = porcupine.Operation{ClientId: o.Client, Input: call{o.Op, o.Pending}, Output: o.Granted, Call: o.Call, Return: ret}
 	}
@@ -202,8 +205,12 @@ func (r *Result[S]) explain() {
 	// every unplaced operation returned.
 	firstReturn := int64(1<<63 - 1)
 	for i, o := range r.History {
-		if !placed[i] && !o.Pending {
+		switch {
+		case placed[i]:
+		case !o.Pending:
 			firstReturn = min(firstReturn, o.Return)
+		case o.Settled > o.Call:
+			firstReturn = min(firstReturn, o.Settled)
 		}
 	}
 	for i, o := range r.History {

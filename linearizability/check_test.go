@@ -131,3 +131,24 @@ func TestPendingCalls(t *testing.T) {
 		})
 	}
 }
+
+// A pending call with a Settled bound took effect before it or not at
+// all: a history that needs the call's effect after the bound is a
+// violation, and the same history without the bound is linearizable.
+func TestPendingSettledBound(t *testing.T) {
+	m := model.TokenBucket{Capacity: 1000, TransientCost: 1000, ThrottledCost: 1000}
+	retry := model.OpRetry(model.Transient)
+	h := linearizability.History{
+		{Client: 1, Op: retry, Call: 1, Pending: true, Settled: 3},            // unknown, settled by 3
+		{Client: 2, Op: retry, Granted: true, Call: 4, Return: 5},             // drains the bucket
+		{Client: 2, Op: model.OpSuccess(model.Transient), Call: 6, Return: 7}, // refunds it
+		{Client: 2, Op: retry, Granted: false, Call: 8, Return: 9},            // denied: needs a drain after 7
+	}
+	if r := linearizability.Check(m, h, 10*time.Second); r.Verdict != linearizability.Violation {
+		t.Errorf("with the pending call settled by 3: %v, want a violation", r.Verdict)
+	}
+	h[0].Settled = 0
+	if r := linearizability.Check(m, h, 10*time.Second); r.Verdict != linearizability.Linearizable {
+		t.Errorf("with the pending call unbounded: %v, want linearizable (it can drain the bucket after 7)", r.Verdict)
+	}
+}

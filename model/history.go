@@ -23,11 +23,19 @@ type Operation struct {
 	// never dropped from a history: dropping it could hide a violation, or
 	// invent one.
 	Pending bool `json:"pending,omitempty"`
+	// Settled, if positive, bounds a pending call: if it took effect at
+	// all, it did so before this stamp. A recorder sets it when it knows
+	// that nothing can apply the call later, for example after killing
+	// the server that received it. Zero means no bound.
+	Settled int64 `json:"settled,omitempty"`
 }
 
 // String describes o as "[12,15] g2 retry(transient) -> granted".
 func (o Operation) String() string {
 	if o.Pending {
+		if o.Settled > 0 {
+			return fmt.Sprintf("[%d,%d?] %s %s -> unknown (pending, settled by %d)", o.Call, o.Settled, ClientName(o.Client), o.Op, o.Settled)
+		}
 		return fmt.Sprintf("[%d,…] %s %s -> unknown (pending)", o.Call, ClientName(o.Client), o.Op)
 	}
 	return fmt.Sprintf("[%d,%d] %s %s", o.Call, o.Return, ClientName(o.Client), Describe(o.Op, o.Granted))

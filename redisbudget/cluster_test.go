@@ -296,7 +296,9 @@ func clusterRig(t testing.TB, c *testCluster) rig {
 //     fence and waits for the replica to have it (WAIT), so every call that
 //     returned before the fence is on the replica; every call that
 //     returned after it and was made before the kill is recorded as
-//     pending, its answer not trusted, as the calls that failed are.
+//     pending, its answer not trusted, as the calls that failed are. A
+//     pending call made before the kill went to the dead master, so it
+//     took effect before the kill or never: it is settled by the kill.
 //
 // The cluster also shows that a budget's keys share one slot. Run with
 // -redis.cluster.scenarios=50 for the acceptance level.
@@ -353,7 +355,9 @@ func TestCluster(t *testing.T) {
 							from = 0
 						}
 						master.kill()
-						r.lost(from, r.now())
+						killed := r.now()
+						r.lost(from, killed)
+						r.killed(killed)
 					}
 					// Not until: a fault runs on a goroutine of its own, where
 					// the test may not stop.

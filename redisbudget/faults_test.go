@@ -117,6 +117,10 @@ type recording struct {
 	// by a server whose writes did not survive), so it is recorded as
 	// pending, its answer not trusted.
 	unsure [][2]int64
+	// settled holds stamps taken just after a server was killed: a
+	// pending call made before one went to a server that can no longer
+	// apply it, so it took effect before the stamp or never.
+	settled []int64
 }
 
 func (r *recording) now() int64 { return r.stamp.Add(1) }
@@ -135,14 +139,29 @@ func (r *recording) lost(from, to int64) {
 	r.mu.Unlock()
 }
 
-// history returns the history, with the calls in an unsure window pending.
+// killed records that the server that every call so far went to was
+// killed just before stamp at.
+func (r *recording) killed(at int64) {
+	r.mu.Lock()
+	r.settled = append(r.settled, at)
+	r.mu.Unlock()
+}
+
+// history returns the history, with the calls in an unsure window pending,
+// and each pending call made before a kill settled by it.
 func (r *recording) history() linearizability.History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := range r.h {
+		o := &r.h[i]
 		for _, w := range r.unsure {
-			if r.h[i].Return > w[0] && r.h[i].Call < w[1] {
-				r.h[i].Pending = true
+			if o.Return > w[0] && o.Call < w[1] {
+				o.Pending = true
+			}
+		}
+		for _, at := range r.settled {
+			if o.Pending && o.Call < at && (o.Settled == 0 || at < o.Settled) {
+				o.Settled = at
 			}
 		}
 	}

@@ -28,6 +28,7 @@ func TestLinearizableAcrossCrashWithAOF(t *testing.T) {
 		var restarted int64
 		h := record(t, serverRig(t, s), sc, func(r *recording) {
 			s.kill()
+			r.killed(r.now())
 			s.start() // answers only once the file is loaded
 			restarted = r.now()
 		}, newClient)

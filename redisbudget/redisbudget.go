@@ -119,7 +119,9 @@ type Config struct {
 	// constructors return an error: a script whose reply was lost would be
 	// sent again and applied twice. On a cluster, a call after a failover
 	// then fails once with MOVED (ErrUnavailable), and the next goes to the
-	// new master. The constructors add a hook
+	// new master; after a master dies, which sends no MOVED, go-redis
+	// finds the new one only at its next ClusterStateReloadInterval (60s by
+	// default), so set that to a few seconds. The constructors add a hook
 	// to it (to a cluster's or ring's nodes, those made from then on) that
 	// watches its dials, so that a call that timed out while the client
 	// could not connect names the dial's error.
