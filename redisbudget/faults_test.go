@@ -74,6 +74,16 @@ type rig struct {
 	// until the fault is over, so that calls are made after it as well as
 	// before and during it.
 	hold bool
+	// noEffect, if set, reports whether a call made at stamp call that
+	// failed with err is known to have had no effect; it is then left out
+	// of the history, as notRun's are.
+	noEffect func(call int64, err error) bool
+}
+
+// ran reports whether a call made at stamp call that failed with err is
+// known to have had no effect (a nil err: it had one).
+func (rg rig) ran(call int64, err error) bool {
+	return err != nil && (notRun(err) || rg.noEffect != nil && rg.noEffect(call, err))
 }
 
 // notRun reports whether err proves that the call had no effect: Redis
@@ -233,7 +243,7 @@ func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recor
 				granted, err := b(ctx, op)
 				o.Return = r.now()
 				o.Granted, o.Pending = granted, err != nil
-				if !notRun(err) {
+				if !rg.ran(o.Call, err) {
 					r.add(o)
 				}
 
@@ -261,7 +271,7 @@ func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recor
 			if err == nil {
 				r.clockAt = v
 			}
-			if !notRun(err) {
+			if !rg.ran(o.Call, err) {
 				r.add(o)
 			}
 			if err != nil {
