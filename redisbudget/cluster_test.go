@@ -390,13 +390,7 @@ func TestCluster(t *testing.T) {
 					master.start() // it rejoins as the new master's replica
 				}
 				c.waitHealthy(t)
-				after := 0
-				for _, o := range h {
-					if o.Call > promotedAt && o.Client <= len(sc.Goroutines) && !o.Pending {
-						after++
-					}
-				}
-				if after == 0 {
+				if answeredAfter(h, len(sc.Goroutines), promotedAt) == 0 {
 					t.Errorf("no call was answered after the replica took over: the failover did not happen mid-run")
 				}
 				return h

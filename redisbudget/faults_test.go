@@ -382,6 +382,19 @@ func checkScenarios(t *testing.T, fault string, n int, rec func(linearizability.
 	return pending
 }
 
+// answeredAfter counts the calls of the budget's clients (1 to clients)
+// made after stamp that were answered: a fault that ended after the last
+// of them did not happen mid-run.
+func answeredAfter(h linearizability.History, clients int, stamp int64) int {
+	n := 0
+	for _, o := range h {
+		if o.Call > stamp && o.Client <= clients && !o.Pending {
+			n++
+		}
+	}
+	return n
+}
+
 // waitHealthy waits until the server answers a PING, for at most 10s.
 func waitHealthy(c redis.UniversalClient) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {

@@ -32,13 +32,7 @@ func TestLinearizableAcrossCrashWithAOF(t *testing.T) {
 			s.start() // answers only once the file is loaded
 			restarted = r.now()
 		}, newClient)
-		answered := 0
-		for _, o := range h {
-			if o.Call > restarted && o.Client <= len(sc.Goroutines) && !o.Pending {
-				answered++
-			}
-		}
-		if answered == 0 {
+		if answeredAfter(h, len(sc.Goroutines), restarted) == 0 {
 			t.Errorf("no call was answered after the restart: the crash did not happen mid-run")
 		}
 		return h
