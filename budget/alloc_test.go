@@ -23,6 +23,7 @@ func TestNoAllocs(t *testing.T) {
 		{"Ratio", newRatio(t, ratioCfg)},
 		{"RatioMonotonicClock", newRatio(t, budget.DefaultRatioConfig())},
 		{"Throttle", newThrottle(t, 10, 0.1)},
+		{"InFlight", newInFlight(t, budget.DefaultInFlightConfig())},
 	}
 	for _, tt := range budgets {
 		calls := []struct {
@@ -39,6 +40,16 @@ func TestNoAllocs(t *testing.T) {
 			{"Available", func() {
 				if bb, ok := tt.b.(balancer); ok {
 					bb.Available()
+				}
+			}},
+			{"Ends", func() {
+				if ib, ok := tt.b.(budget.InFlightBudget); ok {
+					ib.Request()
+					if ib.Retry(budget.Transient) {
+						ib.AttemptEnd(budget.Transient)
+					}
+					ib.AttemptEnd(budget.FirstAttempt)
+					ib.CallEnd()
 				}
 			}},
 			{"AdvancingClock", func() { clock.Advance(300 * time.Millisecond); tt.b.Request(); tt.b.Retry(budget.Transient) }},

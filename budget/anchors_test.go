@@ -92,6 +92,15 @@ func newRatio(t *testing.T, c budget.RatioConfig) *budget.Ratio {
 	return b
 }
 
+func newInFlight(t *testing.T, c budget.InFlightConfig) *budget.InFlight {
+	t.Helper()
+	b, err := budget.NewInFlight(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func newThrottle(t *testing.T, max, ratio float64) *budget.Throttle {
 	t.Helper()
 	b, err := budget.NewThrottle(max, ratio)

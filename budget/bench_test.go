@@ -101,6 +101,23 @@ func BenchmarkRetrySuccess(b *testing.B) {
 		bud, _ := budget.NewThrottle(10, 0.1)
 		benchmarkRetrySuccess(b, bud)
 	})
+	// InFlight is also told of the ends, so that its retries leave flight
+	// and it measures its granting path while under MinConcurrency.
+	b.Run("InFlight", func(b *testing.B) {
+		bud, _ := budget.NewInFlight(budget.DefaultInFlightConfig())
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				bud.Request()
+				bud.AttemptEnd(budget.FirstAttempt)
+				if bud.Retry(budget.Transient) {
+					bud.Success(budget.Transient)
+					bud.AttemptEnd(budget.Transient)
+				}
+				bud.CallEnd()
+			}
+		})
+	})
 }
 
 // BenchmarkHealthyTraffic models one call in a healthy service: nine in ten
@@ -193,6 +210,16 @@ func BenchmarkRetrierSuccess(b *testing.B) {
 		for b.Loop() {
 			_ = r.Do(ctx, okOp)
 		}
+	})
+	b.Run("InFlight", func(b *testing.B) {
+		bud, _ := budget.NewInFlight(budget.DefaultInFlightConfig())
+		r := &budget.Retrier{Budget: bud}
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_ = r.Do(ctx, okOp)
+			}
+		})
 	})
 	b.Run("TokenBucket", func(b *testing.B) {
 		bud, _ := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())

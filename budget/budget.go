@@ -61,6 +61,41 @@ type ContextBudget interface {
 	SuccessContext(ctx context.Context, kind Kind) error
 }
 
+// An InFlightBudget is a Budget that counts work in flight rather than work
+// done, as Envoy's retry_budget, Istio's RetryBudget and failsafe-go's budget
+// do: it is told when each attempt and each call ends, and it grants a retry
+// by how many retries and calls are in flight at that instant.
+//
+// A call of an in-flight budget has this structure, which [Retrier] keeps
+// on every path, a panicking operation's included:
+//
+//   - Request starts the call and its first attempt.
+//   - Each attempt that starts ends exactly once, whatever its outcome,
+//     with AttemptEnd: the first attempt's with AttemptEnd(FirstAttempt), a
+//     granted retry's with AttemptEnd of the retry's kind. A retry is
+//     started by the Retry that grants it, so a granted retry whose attempt
+//     never runs (the call was cancelled during the backoff) still ends.
+//     A denied retry starts nothing and has no end.
+//   - Success, if the attempt succeeded, comes before its AttemptEnd.
+//   - CallEnd ends the call, after its last attempt's end.
+//
+// An implementation defines its answer to input that breaks the structure.
+// The reference [InFlight] ignores an end with nothing in flight, so that
+// its counts never go below zero, and its model (model.InFlight) says the
+// same. Every method must be safe for concurrent use and linearizable, as a
+// Budget's are.
+type InFlightBudget interface {
+	Budget
+
+	// AttemptEnd records that an attempt of the given kind ended: the
+	// first attempt (FirstAttempt) or a granted retry (its kind), whether
+	// it succeeded, failed, was cancelled, panicked or never ran.
+	AttemptEnd(kind Kind)
+
+	// CallEnd records that a call ended: it will make no more attempts.
+	CallEnd()
+}
+
 // Kind classifies an attempt by the failure that caused it: a first attempt
 // (no failure yet), or a retry after a transient or a throttling failure.
 type Kind uint8

@@ -15,8 +15,8 @@ func TestHashIsFNV1a(t *testing.T) {
 		for _, w := range words {
 			f.Write(binary.LittleEndian.AppendUint64(nil, uint64(w)))
 		}
-		if got, want := hash(words...), f.Sum64(); got != want {
-			t.Errorf("hash(%v) = %x, want %x", words, got, want)
+		if got, want := Hash(words...), f.Sum64(); got != want {
+			t.Errorf("Hash(%v) = %x, want %x", words, got, want)
 		}
 	}
 }

@@ -45,8 +45,19 @@ const (
 	Success                   // an attempt of Op.Kind succeeded
 	Advance                   // the clock moves by Op.D
 	// Reset loses the budget's state, as a store that restarts without
-	// persistence does: the budget is as new, on the same clock.
+	// persistence does: the budget is as new, on the same clock. Only a
+	// model that is a [Resetter] is ever given it.
 	Reset
+	// AttemptEnd: an attempt of Op.Kind ended, whatever its outcome. Each
+	// start has one end: the first attempt's (a Request's) is
+	// AttemptEnd(FirstAttempt), a granted retry's is AttemptEnd of the
+	// retry's kind, even when the retry never ran (the call was cancelled
+	// during its backoff). Only an in-flight budget
+	// (budget.InFlightBudget) is told of it; see [InFlight].
+	AttemptEnd
+	// CallEnd: a call ended; it makes no more attempts. It follows the end
+	// of the call's last attempt.
+	CallEnd
 )
 
 // An Op is one operation on a budget or its clock.
@@ -70,11 +81,21 @@ func OpSuccess(k Kind) Op { return Op{Op: Success, Kind: k} }
 // OpReset is Reset.
 var OpReset = Op{Op: Reset}
 
+// OpAttemptEnd returns AttemptEnd(k).
+func OpAttemptEnd(k Kind) Op { return Op{Op: AttemptEnd, Kind: k} }
+
+// OpCallEnd is CallEnd.
+var OpCallEnd = Op{Op: CallEnd}
+
+// IsEnd reports whether op is AttemptEnd or CallEnd: an operation only an
+// in-flight budget is told of.
+func (op Op) IsEnd() bool { return op.Op == AttemptEnd || op.Op == CallEnd }
+
 // OpAdvance returns Advance(d).
 func OpAdvance(d time.Duration) Op { return Op{Op: Advance, D: d} }
 
 // String describes op as in a history: "request", "retry(transient)",
-// "success(first)", "advance(1.5s)".
+// "success(first)", "advance(1.5s)", "end(transient)", "callend".
 func (op Op) String() string {
 	switch op.Op {
 	case Request:
@@ -87,6 +108,10 @@ func (op Op) String() string {
 		return "advance(" + op.D.String() + ")"
 	case Reset:
 		return "reset"
+	case AttemptEnd:
+		return "end(" + op.Kind.String() + ")"
+	case CallEnd:
+		return "callend"
 	}
 	return fmt.Sprintf("Op(%d)", op.Op)
 }
@@ -112,9 +137,20 @@ type Model[S any] interface {
 	// Step applies op to s and returns the next state and, for Retry,
 	// whether the retry is granted. It returns false for other operations.
 	Step(s S, op Op) (S, bool)
-	// Equal reports whether two states behave the same from now on.
+	// Equal reports whether two states behave the same from now on: every
+	// sequence of operations gives the same answers from both (and the
+	// same balance, for a Balancer). Plain == on the state is enough when
+	// each behaviour has one representation: when Step normalizes (a full
+	// bucket carries no fraction, an expired slot is dropped, a clock
+	// that does not matter is not kept). A state that holds a slice or a
+	// map, or an unnormalized field, needs a comparison of what matters.
+	// The linearizability check uses Equal to recognise a state it has
+	// already searched from: an Equal stricter than behaviour only slows
+	// the search, but a looser one can make it pass a history that is not
+	// linearizable.
 	Equal(a, b S) bool
-	// Hash returns a hash of s; equal states hash equal.
+	// Hash returns a hash of s; states that are Equal hash equal. [Hash]
+	// is a helper for it.
 	Hash(s S) uint64
 	// DescribeState describes s for a human: "tokens=486 now=1.2s".
 	DescribeState(s S) string
@@ -126,16 +162,21 @@ type Clock struct {
 	Seen time.Duration // the latest reading the budget has observed
 }
 
-// advance applies Advance(d). Like the budget package's ManualClock, the
-// reading wraps around on overflow.
-func (c Clock) advance(d time.Duration) Clock {
+// Advance applies Advance(d) to the clock: it moves the reading and
+// nothing else. Like the budget package's ManualClock, the reading wraps
+// around on overflow. A model's Step calls it for an Advance operation.
+func (c Clock) Advance(d time.Duration) Clock {
 	c.Now = time.Duration(int64(uint64(c.Now) + uint64(d)))
 	return c
 }
 
-// observe returns the instant an operation that reads the clock acts at:
-// the later of the reading and the latest reading seen.
-func (c Clock) observe() Clock {
+// Observe is the forward-only rule for an operation that reads the clock:
+// it acts at the later of the reading and the latest reading seen, which
+// becomes the new Seen. A reading that has gone back behind Seen (a clock
+// stepped backwards) therefore counts as Seen, so no interval is refilled
+// or expired twice. Time that matters to the model is measured from the
+// old Seen to the new one.
+func (c Clock) Observe() Clock {
 	if c.Now > c.Seen {
 		c.Seen = c.Now
 	}
@@ -151,8 +192,9 @@ func (c Clock) String() string {
 	return "now=" + c.Now.String()
 }
 
-// hash mixes words with FNV-1a over their bytes.
-func hash(words ...int64) uint64 {
+// Hash mixes words with FNV-1a over their little-endian bytes: a helper for
+// a model's Hash method, which passes the fields Equal compares.
+func Hash(words ...int64) uint64 {
 	h := uint64(14695981039346656037)
 	for _, w := range words {
 		for i := 0; i < 8; i++ {
@@ -171,7 +213,7 @@ func formatMilli(m int64) string {
 // MarshalText encodes op as its String form, so that histories saved as JSON
 // read as "retry(transient)" rather than numbers.
 func (op Op) MarshalText() ([]byte, error) {
-	if op.Op < Request || op.Op > Reset {
+	if op.Op < Request || op.Op > CallEnd {
 		return nil, fmt.Errorf("model: cannot encode %v", op)
 	}
 	return []byte(op.String()), nil
@@ -194,15 +236,21 @@ func (op *Op) UnmarshalText(text []byte) error {
 	case name == "reset" && !hasArg:
 		*op = OpReset
 		return nil
-	case (name == "retry" || name == "success") && hasArg:
+	case name == "callend" && !hasArg:
+		*op = OpCallEnd
+		return nil
+	case (name == "retry" || name == "success" || name == "end") && hasArg:
 		k, err := parseKind(arg)
 		if err != nil {
 			return fmt.Errorf("model: bad operation %q: %w", s, err)
 		}
-		if name == "retry" {
+		switch name {
+		case "retry":
 			*op = OpRetry(k)
-		} else {
+		case "success":
 			*op = OpSuccess(k)
+		default:
+			*op = OpAttemptEnd(k)
 		}
 		return nil
 	case name == "advance" && hasArg:

@@ -53,6 +53,37 @@ type Timed interface {
 	Timing() (scale, horizon time.Duration)
 }
 
+// A Resetter can lose its state, as a budget kept in a store that restarts
+// without persistence does. Only a Resetter is ever given Reset: the
+// checks generate it, and a history may hold it, only for a model that has
+// it, and Step of a model that is not one need not handle it.
+type Resetter[S any] interface {
+	// ResetState returns the state of a budget that has lost s: as new,
+	// on the same clock. Step(s, Reset) must return the same.
+	ResetState(s S) S
+}
+
+// A Structured model is told when attempts and calls end (AttemptEnd and
+// CallEnd), as an in-flight budget (budget.InFlightBudget) is. The checks
+// then draw every operation inside a call, as a retry loop makes them: a
+// call begins with Request, each attempt that starts (the first, or a
+// granted retry) ends once, a Success comes only from an attempt that has
+// started and not ended, and after a denied retry the call ends. A model
+// that is not Structured is never given AttemptEnd or CallEnd.
+type Structured interface {
+	Structured() bool
+}
+
+// An InFlightLimit says which retries an in-flight budget may grant, for
+// the Race check's invariant: at the instant of every grant, the retries
+// already in flight and the calls in flight must be admitted.
+type InFlightLimit interface {
+	// Admits reports whether a retry may be granted while active
+	// retries and calls calls are in flight. It must be monotone: true
+	// for fewer active retries or more calls whenever it is true.
+	Admits(active, calls int64) bool
+}
+
 // MaxTiming is the longest scale or horizon a model's Timing returns: about
 // 52 days. A longer one is reported as this; the checks still reach every
 // instant through the jumps they make past the horizon.
@@ -103,7 +134,7 @@ func (m TokenBucket) InitAt(now time.Duration) TokenBucketState {
 
 // Validate checks m: a ratio of 1 to 1,000,000 parts per million, a positive
 // window, 1 to 2^20 slots and no more slots than the window has
-// nanoseconds, and a floor of 0 to 2^40.
+// nanoseconds, and a floor and a reserve of 0 to 2^40 each.
 func (m Ratio) Validate() error {
 	switch {
 	case m.PPM < 1 || m.PPM > 1_000_000:
@@ -116,6 +147,8 @@ func (m Ratio) Validate() error {
 		return invalid("Ratio.Slots", m.Slots, fmt.Sprintf("at most the window's %d nanoseconds", int64(m.Window)))
 	case m.Floor < 0 || m.Floor > maxCount:
 		return invalid("Ratio.Floor", m.Floor, "in [0, 2^40]")
+	case m.Reserve < 0 || m.Reserve > maxCount:
+		return invalid("Ratio.Reserve", m.Reserve, "in [0, 2^40]")
 	}
 	return nil
 }
@@ -177,7 +210,26 @@ func (m Ratio) Timing() (scale, horizon time.Duration) {
 // Timing returns (0, 0): nothing in a throttle observes the clock.
 func (m Throttle) Timing() (scale, horizon time.Duration) { return 0, 0 }
 
+// ResetState returns a full bucket on the clock of s.
+func (m TokenBucket) ResetState(s TokenBucketState) TokenBucketState {
+	return TokenBucketState{Tokens: m.Capacity, Clock: s.Clock}
+}
+
+// ResetState returns an empty window on the clock of s.
+func (m Ratio) ResetState(s RatioState) RatioState { return RatioState{Clock: s.Clock} }
+
+// ResetState returns a full count.
+func (m Throttle) ResetState(ThrottleState) ThrottleState { return m.Init() }
+
 var (
+	_ Resetter[TokenBucketState] = TokenBucket{}
+	_ Resetter[RatioState]       = Ratio{}
+	_ Resetter[ThrottleState]    = Throttle{}
+	_ Timed                      = InFlight{}
+	_ Validator                  = InFlight{}
+	_ Structured                 = InFlight{}
+	_ InFlightLimit              = InFlight{}
+	_ Balancer[InFlightState]    = InFlight{}
 	_ Timed                      = TokenBucket{}
 	_ Timed                      = Ratio{}
 	_ Timed                      = Throttle{}

@@ -14,8 +14,16 @@ import (
 // instant in slot h holds slots h-Slots+1 through h. Request counts a request
 // in the current slot. Retry(k), for a retry kind, is granted when the
 // retries in the window plus this one are at most
-// max(Floor, ⌊PPM × requests in the window / 1e6⌋), and is then counted in
-// the current slot; otherwise it changes nothing. Success changes nothing.
+// max(Floor, ⌊PPM × requests in the window / 1e6⌋ + Reserve), and is then
+// counted in the current slot; otherwise it changes nothing. Success changes
+// nothing.
+//
+// Floor and Reserve are the two ways deployed budgets let low traffic
+// retry. Floor is a minimum the ratio's allowance is raised to, as in the
+// Google SRE book's budget and Envoy's min_retry_concurrency. Reserve is
+// added to the allowance, as Finagle's and tower's budgets add min_per_sec
+// × ttl: with Reserve, 1000 requests at 10% allow 100 + Reserve retries,
+// with Floor only max(100, Floor).
 //
 // Request and Retry (of a retry kind) observe the clock.
 type Ratio struct {
@@ -23,6 +31,8 @@ type Ratio struct {
 	Window time.Duration
 	Slots  int64
 	Floor  int64
+	// Reserve is added to the ratio's allowance in every window.
+	Reserve int64
 }
 
 // SRE returns the budget of the Google SRE book with Envoy's floor: 10% of
@@ -56,9 +66,9 @@ func (m Ratio) width() int64 { return int64(m.Window) / m.Slots }
 func (m Ratio) Step(s RatioState, op Op) (RatioState, bool) {
 	switch op.Op {
 	case Reset:
-		return RatioState{Clock: s.Clock}, false
+		return m.ResetState(s), false
 	case Advance:
-		s.Clock = s.Clock.advance(op.D)
+		s.Clock = s.Clock.Advance(op.D)
 	case Request:
 		s = m.slide(s)
 		s.Window = add(s.Window, m.head(s), 1, 0)
@@ -74,6 +84,7 @@ func (m Ratio) Step(s RatioState, op Op) (RatioState, bool) {
 		}
 		hi, lo := bits.Mul64(uint64(reqs), uint64(m.PPM))
 		allowed, _ := bits.Div64(hi, lo, 1_000_000)
+		allowed += uint64(m.Reserve)
 		if retries+1 > m.Floor && uint64(retries+1) > allowed {
 			return s, false
 		}
@@ -95,7 +106,7 @@ func (m Ratio) head(s RatioState) int64 {
 
 // slide observes the clock and drops the slots that have left the window.
 func (m Ratio) slide(s RatioState) RatioState {
-	s.Clock = s.Clock.observe()
+	s.Clock = s.Clock.Observe()
 	h := m.head(s)
 	keep := slices.IndexFunc(s.Window, func(c SlotCount) bool {
 		return uint64(h)-uint64(c.Slot) < uint64(m.Slots) // c.Slot <= h always
@@ -133,7 +144,7 @@ func (m Ratio) Hash(s RatioState) uint64 {
 	for _, c := range s.Window {
 		words = append(words, c.Slot, c.Requests, c.Retries)
 	}
-	return hash(words...)
+	return Hash(words...)
 }
 
 // DescribeState describes s as "requests=50 retries=5 now=1.2s".

@@ -26,7 +26,7 @@ func (m Throttle) Init() ThrottleState { return ThrottleState{Tokens: m.Max} }
 func (m Throttle) Step(s ThrottleState, op Op) (ThrottleState, bool) {
 	switch op.Op {
 	case Reset:
-		return m.Init(), false
+		return m.ResetState(s), false
 	case Retry:
 		if !op.Kind.IsRetry() {
 			return s, false
@@ -46,7 +46,7 @@ func (m Throttle) Balance(s ThrottleState) int64 { return s.Tokens }
 func (m Throttle) Equal(a, b ThrottleState) bool { return a == b }
 
 // Hash hashes s.
-func (m Throttle) Hash(s ThrottleState) uint64 { return hash(s.Tokens) }
+func (m Throttle) Hash(s ThrottleState) uint64 { return Hash(s.Tokens) }
 
 // DescribeState describes s as "tokens=7.5".
 func (m Throttle) DescribeState(s ThrottleState) string {

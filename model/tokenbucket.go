@@ -59,10 +59,10 @@ func (m TokenBucket) cost(k Kind) int64 {
 func (m TokenBucket) Step(s TokenBucketState, op Op) (TokenBucketState, bool) {
 	switch op.Op {
 	case Reset:
-		return TokenBucketState{Tokens: m.Capacity, Clock: s.Clock}, false
+		return m.ResetState(s), false
 	case Advance:
 		if m.RefillPerSecond > 0 { // without refill, time changes nothing
-			s.Clock = s.Clock.advance(op.D)
+			s.Clock = s.Clock.Advance(op.D)
 		}
 	case Retry:
 		if !op.Kind.IsRetry() {
@@ -96,7 +96,7 @@ func (m TokenBucket) refill(s TokenBucketState) TokenBucketState {
 		return s
 	}
 	from := s.Clock.Seen
-	s.Clock = s.Clock.observe()
+	s.Clock = s.Clock.Observe()
 	elapsed := uint64(s.Clock.Seen - from) // >= 0 by observe; the true distance even if the int64 difference overflows
 	// earned = Frac + elapsed*RefillPerSecond, in 128 bits.
 	hi, lo := bits.Mul64(elapsed, uint64(m.RefillPerSecond))
@@ -121,7 +121,7 @@ func (m TokenBucket) Equal(a, b TokenBucketState) bool { return a == b }
 
 // Hash hashes s.
 func (m TokenBucket) Hash(s TokenBucketState) uint64 {
-	return hash(s.Tokens, s.Frac, int64(s.Clock.Now), int64(s.Clock.Seen))
+	return Hash(s.Tokens, s.Frac, int64(s.Clock.Now), int64(s.Clock.Seen))
 }
 
 // DescribeState describes s as "tokens=486 now=1.2s".

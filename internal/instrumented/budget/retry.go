@@ -58,6 +58,13 @@ type Classifier func(err error) (kind Kind, retryable bool)
 //     context's deadline or MaxElapsed.
 //   - It tells the budget of the call's first attempt (Request) and of its
 //     success (Success) exactly once each.
+//   - It tells an [InFlightBudget] of the end of every attempt it started
+//     (the first, and every granted retry) exactly once, after the
+//     attempt's Success, and then of the end of the call, on every path:
+//     success, a failure it does not retry, a denial, a cancelled context
+//     (during a backoff wait too: a granted retry that never ran still
+//     ends), giving up, and an operation that panics or calls
+//     runtime.Goexit.
 //   - It calls a [ContextBudget]'s Context methods instead of the plain
 //     ones: with the call's context, and for Success with the call's
 //     context freed of its cancellation, so that a success is counted even
@@ -148,6 +155,50 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, a Attempt
 	} else {
 		b.Request()
 	}
+	if ib, ok := b.(InFlightBudget); ok {
+		// open is the kind of the attempt started and not yet ended: the
+		// first attempt now, a granted retry from its grant.
+		open := &inFlightCall{b: ib, started: true}
+		defer open.end()
+		return r.loop(ctx, op, b, cb, maxAttempts, start, a, open)
+	}
+	return r.loop(ctx, op, b, cb, maxAttempts, start, a, nil)
+}
+
+// inFlightCall tracks, for an InFlightBudget, the attempt a call has
+// started and not yet ended.
+type inFlightCall struct {
+	b       InFlightBudget
+	started bool
+	kind    Kind
+}
+
+// attemptEnded ends the attempt that has started.
+func (c *inFlightCall) attemptEnded() {
+	if c != nil && ryield.P(c.started) {
+		ryield.Point()
+		c.started = ryield.P[bool](false)
+		c.b.AttemptEnd(ryield.P(c.kind))
+	}
+}
+
+// retryStarted records a granted retry of kind.
+func (c *inFlightCall) retryStarted(kind Kind) {
+	if c != nil {
+		ryield.Point()
+		c.started, c.kind = true, kind
+	}
+}
+
+// end ends the attempt still open, if any, then the call; it runs
+// deferred, so a panicking operation ends both too.
+func (c *inFlightCall) end() {
+	c.attemptEnded()
+	c.b.CallEnd()
+}
+
+func (r *Retrier) loop(ctx context.Context, op func(ctx context.Context, a Attempt) error, b Budget, cb ContextBudget,
+	maxAttempts int, start time.Time, a Attempt, open *inFlightCall) error {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -162,8 +213,10 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, a Attempt
 			} else {
 				b.Success(ryield.P(a.Kind))
 			}
+			open.attemptEnded()
 			return nil
 		}
+		open.attemptEnded()
 		if ctx.Err() != nil {
 			return errors.Join(ctx.Err(), err)
 		}
@@ -192,13 +245,14 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, a Attempt
 		} else if !b.Retry(kind) {
 			return fmt.Errorf("%w after %d attempts: %w", ErrDenied, ryield.P(a.N), err)
 		}
+		open.retryStarted(kind)
 		if wait > 0 {
 			if timer == nil {
 				timer = time.NewTimer(wait)
 			} else {
 				timer.Reset(wait)
 			}
-			switch ryield_0, ryield_1 := ryield.R( /*line retry.go:198:11*/ ctx.Done()), ryield.R( /*line retry.go:200:11*/ timer.C); ryield.Select(false, ryield_0, ryield_1) /*line retry.go:197:10*/ {
+			switch ryield_0, ryield_1 := ryield.R( /*line retry.go:250:11*/ ctx.Done()), ryield.R( /*line retry.go:252:11*/ timer.C); ryield.Select(false, ryield_0, ryield_1) /*line retry.go:249:10*/ {
 			case 0:
 				return errors.Join(ctx.Err(), err)
 			default:
