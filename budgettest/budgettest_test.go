@@ -17,6 +17,7 @@ var (
 	refill = model.TokenBucket{Capacity: 30_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000, RefillPerSecond: 10_000}
 	window = model.Ratio{PPM: 100_000, Window: 10 * time.Second, Slots: 10, Floor: 3}
 	grpc   = model.Throttle{Max: 10_000, Ratio: 100}
+	envoy  = model.EnvoyDefaults()
 )
 
 func adapt(f func(budget.Clock) budget.Budget) budgettest.Factory {
@@ -36,6 +37,9 @@ func TestReferenceBudgetsConform(t *testing.T) {
 	})
 	t.Run("Throttle", func(t *testing.T) {
 		budgettest.Run(t, budgettest.Subject[model.ThrottleState]{Name: "budget.Throttle", Model: grpc, New: adapt(seqcheck.NewThrottle(grpc))})
+	})
+	t.Run("InFlight", func(t *testing.T) {
+		budgettest.Run(t, budgettest.Subject[model.InFlightState]{Name: "budget.InFlight", Model: envoy, New: adapt(seqcheck.NewInFlight(envoy))})
 	})
 }
 

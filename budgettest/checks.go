@@ -55,13 +55,24 @@ func checkModel[S any](t *testing.T, sub Subject[S]) error {
 			return fail(ruleModel, "%s: two calls of Init give different states: %s and %s", name, m.DescribeState(a), m.DescribeState(b))
 		}
 		var now time.Duration
+		_, resets := m.(model.Resetter[S])
+		structured := harness.IsStructured(m)
+		var callers [8]harness.Caller
 		for i := range modelSteps {
 			op := harness.Op(src, tm, now)
+			who := src.IntN(len(callers), "caller")
+			switch {
+			case resets && src.IntN(50, "reset") == 0:
+				op = model.OpReset
+			case structured && op.Op != model.Advance:
+				op = callers[who].Next(src)
+			}
 			if op.Op == model.Advance {
 				now += op.D
 			}
 			a2, ga := m.Step(a, op)
 			b2, gb := m.Step(b, op)
+			callers[who].Answer(op, ga)
 			if ga != gb || !m.Equal(a2, b2) || m.Hash(a2) != m.Hash(b2) {
 				return fail(ruleModel, "%s: step %d, %v from state %s gave %s (%v) once and %s (%v) the next time",
 					name, i+1, op, m.DescribeState(a), m.DescribeState(a2), ga, m.DescribeState(b2), gb)
@@ -114,10 +125,22 @@ const (
 )
 
 // scenario draws the concurrent scenario of one seed.
+//
+// For a structured model (an in-flight budget) each goroutine makes whole
+// calls, and Before leaves calls and retries in flight (up to 40 and 8),
+// so that the goroutines' retries meet near the budget's limit, where a
+// grant decided on a stale count shows.
 func (sub Subject[S]) scenario(seed uint64) linearizability.Scenario {
 	src := harness.Rand(rand.New(rand.NewPCG(seed, 0)))
-	g, c := harness.Lists(src, linGoroutines, linOps, linClockSteps, harness.Timing{Scale: sub.Scale, Horizon: sub.Horizon, Forward: sub.WallClock})
-	return linearizability.Scenario{Goroutines: g, Clock: c, WallClock: sub.WallClock}
+	tm := harness.Timing{Scale: sub.Scale, Horizon: sub.Horizon, Forward: sub.WallClock}
+	g, c := harness.Lists(src, linGoroutines, linOps, linClockSteps, tm)
+	if !harness.IsStructured(sub.Model) {
+		return linearizability.Scenario{Goroutines: g, Clock: c, WallClock: sub.WallClock}
+	}
+	for i := range g {
+		g[i] = harness.CallOps(src, linOps)
+	}
+	return linearizability.Scenario{Before: harness.OpenCalls(src, 40, 8), Goroutines: g, Clock: c, WallClock: sub.WallClock, Structured: true}
 }
 
 // trial records s once on a budget of sub, in a bubble for a wall-clock
@@ -537,7 +560,21 @@ func (sub Subject[S]) stressConfig(seed uint64) stressrun.Config {
 }
 
 func checkRace[S any](t *testing.T, sub Subject[S]) error {
+	if _, ok := sub.Model.(model.InFlightLimit); ok && harness.IsStructured(sub.Model) {
+		return sub.inFlightStress(t, 0)
+	}
 	_, err := stressrun.Stress(sub.stressConfig(0), sub.harness(t))
+	return err
+}
+
+// inFlightStress makes the in-flight stress run of one seed, for a
+// structured model with an InFlightLimit, and maps a violation to the
+// Invariant rule.
+func (sub Subject[S]) inFlightStress(t *testing.T, seed uint64) error {
+	err := stressrun.InFlight(stressrun.InFlightConfig{Seed: seed, Timeout: sub.Watchdog}, sub.harness(t))
+	if v, w := (*stressrun.InFlightViolation)(nil), (*stressrun.BurstViolation)(nil); errors.As(err, &v) || errors.As(err, &w) {
+		return fail(ruleInvariant, "%s: in-flight stress run of seed %d, 64 goroutines: %v", sub.name(), seed, err)
+	}
 	return err
 }
 
@@ -550,6 +587,17 @@ var (
 )
 
 func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
+	if _, ok := sub.Model.(model.InFlightLimit); ok && harness.IsStructured(sub.Model) {
+		seeds := familySeeds
+		if raceEnabled {
+			seeds = familySeeds[:1]
+		}
+		var stages []func() error
+		for _, seed := range seeds {
+			stages = append(stages, func() error { return sub.inFlightStress(t, seed) })
+		}
+		return firstError(stages...)
+	}
 	var stages []func() error
 	for _, seed := range burstSeeds {
 		stages = append(stages, func() error {

@@ -105,6 +105,11 @@ func (sub Subject[S]) probe(t *testing.T) *Failure {
 			b, closeBudget := sub.harness(t).Open(new(budget.ManualClock))
 			defer closeBudget()
 			harness.Perform(b, model.OpRequest)
+			if _, ok := b.(budget.InFlightBudget); harness.IsStructured(sub.Model) && !ok {
+				return fail(ruleSubject, "%s: Subject.Model (%T) counts work in flight, but the budget (%T) is not a budget.InFlightBudget: "+
+					"it has no AttemptEnd(Kind) and CallEnd() methods, so nothing can tell it when a retry ends, and each granted retry would stay in flight for ever. "+
+					"Adapt the budget's release methods to those two", sub.name(), sub.Model, b)
+			}
 			return nil
 		})
 	})

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/model"
 )
 
@@ -40,6 +41,9 @@ func Minimize[W any](s Scenario, tries int, limit time.Duration, fails func(Scen
 	try := func(c Scenario) bool {
 		if !first && limit > 0 && time.Since(start) > limit {
 			return false
+		}
+		if !first && c.validate() != nil {
+			return false // a structured list broken by a drop
 		}
 		first = false
 		for range max(tries, 1) {
@@ -85,6 +89,9 @@ func Minimize[W any](s Scenario, tries int, limit time.Duration, fails func(Scen
 			})
 		}
 		for _, list := range lists {
+			if cur.Structured && shrinkCalls(&cur, list, try) {
+				changed = true
+			}
 			if shrinkList(&cur, list, try) {
 				changed = true
 			}
@@ -97,6 +104,38 @@ func Minimize[W any](s Scenario, tries int, limit time.Duration, fails func(Scen
 	rep.To = cur
 	rep.Elapsed = time.Since(start)
 	return rep
+}
+
+// shrinkCalls drops, from one list of a structured scenario, whole calls
+// (Request to CallEnd) and then whole retries (Retry with its Success and
+// AttemptEnd), the units a chunk of operations seldom matches, while it
+// still fails.
+func shrinkCalls(cur *Scenario, list func(*Scenario) *[]model.Op, try func(Scenario) bool) bool {
+	changed := false
+	drop := func(starts func(model.Op) bool, ends func(model.Op) bool) {
+		for at := len(*list(cur)) - 1; at >= 0; at-- {
+			l := *list(cur)
+			if at >= len(l) || !starts(l[at]) {
+				continue
+			}
+			end := at + 1
+			for end < len(l) && !ends(l[end]) && !starts(l[end]) && l[end].Op != model.Request {
+				end++
+			}
+			if end < len(l) && ends(l[end]) {
+				end++
+			}
+			c := clone(*cur)
+			*list(&c) = slices.Delete(*list(&c), at, end)
+			if try(c) {
+				*cur, changed = c, true
+			}
+		}
+	}
+	isOp := func(k model.OpKind) func(model.Op) bool { return func(op model.Op) bool { return op.Op == k } }
+	drop(isOp(model.Request), isOp(model.CallEnd))
+	drop(isOp(model.Retry), isOp(model.AttemptEnd))
+	return changed
 }
 
 // shrinkList drops chunks of one operation list of cur while it still
@@ -136,7 +175,7 @@ func shrinkClock(cur *Scenario, try func(Scenario) bool) bool {
 }
 
 func clone(s Scenario) Scenario {
-	c := Scenario{Before: slices.Clone(s.Before), Clock: slices.Clone(s.Clock), WallClock: s.WallClock}
+	c := Scenario{Before: slices.Clone(s.Before), Clock: slices.Clone(s.Clock), WallClock: s.WallClock, Structured: s.Structured}
 	c.Goroutines = make([][]model.Op, len(s.Goroutines))
 	for i, g := range s.Goroutines {
 		c.Goroutines[i] = slices.Clone(g)
@@ -244,11 +283,92 @@ func Focus[S any](r Result[S], s Scenario) []Scenario {
 		}
 		return out
 	}
+	if s.Structured {
+		return focusStructured(r, s, build(false))
+	}
 	one, all := build(true), build(false)
 	if one.Len() == all.Len() && len(one.Before) == len(all.Before) {
 		return []Scenario{all}
 	}
 	return []Scenario{one, all}
+}
+
+// focusStructured turns all, a focused scenario built as for any model,
+// into a structured one, or returns nothing when it cannot: its Before
+// becomes a shortest path of Requests and Retries to the same state, and
+// each goroutine's operations are cut to a well-formed list: from its
+// first Request or Retry (a Retry continues a call of Before), up to the
+// first operation that breaks the structure.
+func focusStructured[S any](r Result[S], s Scenario, all Scenario) []Scenario {
+	target := r.m.Init()
+	for _, op := range all.Before {
+		target, _ = r.m.Step(target, op)
+	}
+	before, ok := openPath(r.m, target)
+	if !ok {
+		return nil
+	}
+	out := Scenario{Before: before, Clock: all.Clock, WallClock: s.WallClock, Structured: true}
+	for _, g := range all.Goroutines {
+		start := slices.IndexFunc(g, func(op model.Op) bool { return op.Op == model.Request || op.Op == model.Retry })
+		if start < 0 {
+			continue
+		}
+		g = g[start:]
+		for n := len(g); n > 0; n-- {
+			if harness.WellFormed(g[:n]) == nil {
+				out.Goroutines = append(out.Goroutines, slices.Clone(g[:n]))
+				break
+			}
+		}
+	}
+	if len(out.Goroutines) == 0 || out.validate() != nil {
+		return nil
+	}
+	return []Scenario{out}
+}
+
+// openPath returns a shortest sequence of Requests and Retries, of at most
+// 12 operations, that takes m from its initial state to target, if a
+// bounded breadth-first search finds one.
+func openPath[S any](m model.Model[S], target S) ([]model.Op, bool) {
+	type node struct {
+		s    S
+		path []model.Op
+	}
+	alphabet := []model.Op{model.OpRequest, model.OpRetry(model.Transient), model.OpRetry(model.Throttled)}
+	seen := map[uint64][]S{}
+	visit := func(s S) bool {
+		h := m.Hash(s)
+		for _, o := range seen[h] {
+			if m.Equal(o, s) {
+				return false
+			}
+		}
+		seen[h] = append(seen[h], s)
+		return true
+	}
+	frontier := []node{{s: m.Init()}}
+	visit(m.Init())
+	for depth, expanded := 0, 0; depth <= 12 && len(frontier) > 0; depth++ {
+		var next []node
+		for _, n := range frontier {
+			if m.Equal(n.s, target) {
+				return n.path, true
+			}
+			for _, op := range alphabet {
+				if expanded++; expanded > 50_000 {
+					return nil, false
+				}
+				s, _ := m.Step(n.s, op)
+				if visit(s) {
+					next = append(next, node{s, append(slices.Clone(n.path), op)})
+				}
+			}
+		}
+		frontier = next
+	}
+	return nil, false
 }
 
 // shortPath returns a short sequence of operations that takes m from its

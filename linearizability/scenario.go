@@ -37,6 +37,14 @@ type Scenario struct {
 	// WallClock makes every clock step also sleep for its duration, for a
 	// budget that reads time.Now itself inside a testing/synctest bubble.
 	WallClock bool `json:"wallClock,omitempty"`
+	// Structured says each goroutine's list is calls of an in-flight
+	// budget (model.Structured), drawn with every retry granted: the
+	// recorder then skips, after a Retry that is denied, the rest of that
+	// call up to its CallEnd, so that nothing ends that never started.
+	// Before holds only the Requests and Retries of calls it leaves open;
+	// a goroutine's list may begin by continuing one of those calls, with
+	// a Retry. Minimize keeps every list well-formed (harness.WellFormed).
+	Structured bool `json:"structured,omitempty"`
 	// Control, if set, runs the goroutines one at a time under the
 	// controlled scheduler of package yield, with these options: with
 	// their Schedule, exactly as a run that reported it. It needs code
@@ -91,6 +99,31 @@ func (s Scenario) validate() error {
 			if op.Op == model.Advance {
 				return fmt.Errorf("linearizability: goroutine %d has %v; clock steps belong in Scenario.Clock", i+1, op)
 			}
+		}
+		if s.Structured {
+			if err := harness.WellFormed(g); err != nil {
+				return fmt.Errorf("linearizability: goroutine %d: %w", i+1, err)
+			}
+		}
+	}
+	if s.Structured {
+		open := 0
+		for _, op := range s.Before {
+			if op.Op != model.Request && op.Op != model.Retry {
+				return fmt.Errorf("linearizability: a structured scenario's Before holds %v; it may hold only Requests and Retries", op)
+			}
+			if op.Op == model.Request {
+				open++
+			}
+		}
+		continuing := 0
+		for _, g := range s.Goroutines {
+			if harness.Continues(g) {
+				continuing++
+			}
+		}
+		if continuing > open {
+			return fmt.Errorf("linearizability: %d goroutines continue a call that Before started, but Before starts %d", continuing, open)
 		}
 	}
 	return nil
@@ -201,11 +234,17 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		ops := lists[i]
 		out := make(History, 0, len(ops))
 		errs[i] = harness.Catch(fmt.Sprintf("goroutine %d of the recorded run", i+1), func() {
+			var skip harness.Skipper
 			for j, op := range ops {
+				if s.Structured && skip.Skip(op) {
+					continue
+				}
 				if s.Control != nil {
 					yield.Point() // a switch between any two operations
 				}
-				out = append(out, run(i+1, op))
+				o := run(i+1, op)
+				skip.Saw(op, o.Granted)
+				out = append(out, o)
 				if s.Control == nil && j%4 == 3 && rand.IntN(2) == 0 {
 					runtime.Gosched()
 				}

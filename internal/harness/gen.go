@@ -222,20 +222,26 @@ func Lists(src Source, goroutines, ops, steps int, tm Timing) ([][]model.Op, []t
 }
 
 // ModelBudget steps m as a budget on clock: before each operation it moves
-// the model's clock to clock's reading. It is safe for concurrent use.
+// the model's clock to clock's reading. It is safe for concurrent use, and
+// a budget.InFlightBudget (a model that is not model.Structured ignores
+// the ends it is told of).
 func ModelBudget[S any](m model.Model[S], clock budget.Clock) budget.Budget {
-	return &modelBudget[S]{m: m, s: m.Init(), clock: clock}
+	return &modelBudget[S]{m: m, s: m.Init(), clock: clock, structured: IsStructured(m)}
 }
 
 type modelBudget[S any] struct {
-	mu    sync.Mutex
-	m     model.Model[S]
-	s     S
-	clock budget.Clock
-	last  time.Duration
+	mu         sync.Mutex
+	m          model.Model[S]
+	s          S
+	clock      budget.Clock
+	last       time.Duration
+	structured bool
 }
 
 func (b *modelBudget[S]) step(op model.Op) bool {
+	if op.IsEnd() && !b.structured {
+		return false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now := b.clock.Now(); now != b.last {
@@ -250,3 +256,5 @@ func (b *modelBudget[S]) step(op model.Op) bool {
 func (b *modelBudget[S]) Request()                 { b.step(model.OpRequest) }
 func (b *modelBudget[S]) Retry(k budget.Kind) bool { return b.step(model.OpRetry(model.Kind(k))) }
 func (b *modelBudget[S]) Success(k budget.Kind)    { b.step(model.OpSuccess(model.Kind(k))) }
+func (b *modelBudget[S]) AttemptEnd(k budget.Kind) { b.step(model.OpAttemptEnd(model.Kind(k))) }
+func (b *modelBudget[S]) CallEnd()                 { b.step(model.OpCallEnd) }

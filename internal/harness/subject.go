@@ -214,18 +214,20 @@ func (s Subject[S]) InitAt(now time.Duration) (S, bool) {
 	return s.Model.Init(), now == 0
 }
 
-// Perform calls the budget method that op names (Request, Retry or
-// Success) and returns Retry's answer; it does nothing for the operations
-// that are not calls of the budget (Advance, Reset) and returns false. A
-// panic in the method panics again as a MethodPanicked *Fault that names
-// the method and op.
+// Perform calls the budget method that op names (Request, Retry, Success,
+// or for a budget.InFlightBudget AttemptEnd and CallEnd) and returns
+// Retry's answer; it does nothing for the operations that are not calls of
+// the budget (Advance, Reset, and the ends on a budget that is not told of
+// them) and returns false. A panic in the method panics again as a
+// MethodPanicked *Fault that names the method and op.
 func Perform(b budget.Budget, op model.Op) (granted bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			if f, ok := p.(*Fault); ok {
 				panic(f)
 			}
-			method := map[model.OpKind]string{model.Request: "Request", model.Retry: "Retry", model.Success: "Success"}[op.Op]
+			method := map[model.OpKind]string{model.Request: "Request", model.Retry: "Retry", model.Success: "Success",
+				model.AttemptEnd: "AttemptEnd", model.CallEnd: "CallEnd"}[op.Op]
 			panic(&Fault{Cause: MethodPanicked, Method: method, Op: op, Value: p, Stack: string(debug.Stack())})
 		}
 	}()
@@ -236,15 +238,34 @@ func Perform(b budget.Budget, op model.Op) (granted bool) {
 		return b.Retry(budget.Kind(op.Kind))
 	case model.Success:
 		b.Success(budget.Kind(op.Kind))
+	case model.AttemptEnd:
+		if ib, ok := b.(budget.InFlightBudget); ok {
+			ib.AttemptEnd(budget.Kind(op.Kind))
+		}
+	case model.CallEnd:
+		if ib, ok := b.(budget.InFlightBudget); ok {
+			ib.CallEnd()
+		}
 	}
 	return false
 }
 
 // Guarded wraps b so that each of its methods panics as Perform does: for
 // handing a budget to code that calls it directly, such as a retry loop.
-func Guarded(b budget.Budget) budget.Budget { return guarded{b} }
+// The wrapper is a budget.InFlightBudget when b is one.
+func Guarded(b budget.Budget) budget.Budget {
+	if _, ok := b.(budget.InFlightBudget); ok {
+		return guardedInFlight{guarded{b}}
+	}
+	return guarded{b}
+}
 
 type guarded struct{ b budget.Budget }
+
+type guardedInFlight struct{ guarded }
+
+func (g guardedInFlight) AttemptEnd(k budget.Kind) { Perform(g.b, model.OpAttemptEnd(model.Kind(k))) }
+func (g guardedInFlight) CallEnd()                 { Perform(g.b, model.OpCallEnd) }
 
 func (g guarded) Request()                 { Perform(g.b, model.OpRequest) }
 func (g guarded) Retry(k budget.Kind) bool { return Perform(g.b, model.OpRetry(model.Kind(k))) }

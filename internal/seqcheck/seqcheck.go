@@ -66,7 +66,7 @@ func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 		}
 		return got
 	}
-	step := func(t *rapid.T, op model.Op) {
+	step := func(t *rapid.T, op model.Op) bool {
 		var want bool
 		before := m.DescribeState(state)
 		state, want = m.Step(state, op)
@@ -87,6 +87,11 @@ func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 				stats.Denied.Add(1)
 			}
 		}
+		return got
+	}
+	if harness.IsStructured(m) {
+		t.Repeat(structured(sub.Timing, clock, step))
+		return
 	}
 	t.Repeat(map[string]func(*rapid.T){
 		"": func(t *rapid.T) {},
@@ -113,6 +118,69 @@ func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 			}
 		},
 	})
+}
+
+// maxCallers is how many calls a structured check keeps in flight at most.
+const maxCallers = 48
+
+// structured returns the actions of the state machine for a structured
+// model: every operation is made by one of up to maxCallers callers, each
+// keeping the call structure (harness.Caller), so that many calls and
+// retries are in flight at once. Besides single operations: a burst of new
+// calls whose first attempts fail, a burst of retries from every caller
+// whose attempt failed, and a drain that ends every attempt and call in
+// flight. step applies an operation to the budget and the model and
+// returns the answer.
+func structured(tm Timing, clock *budget.ManualClock, step func(*rapid.T, model.Op) bool) map[string]func(*rapid.T) {
+	var callers []harness.Caller
+	do := func(t *rapid.T, i int, op model.Op) {
+		callers[i].Answer(op, step(t, op))
+	}
+	// caller returns a caller that is in a call, or a new one.
+	caller := func(t *rapid.T) int {
+		for len(callers) > 0 && !callers[len(callers)-1].InCall() {
+			callers = callers[:len(callers)-1]
+		}
+		i := rapid.IntRange(0, min(len(callers), maxCallers-1)).Draw(t, "caller")
+		if i == len(callers) {
+			callers = append(callers, harness.Caller{})
+		}
+		return i
+	}
+	return map[string]func(*rapid.T){
+		"": func(t *rapid.T) {},
+		"step": func(t *rapid.T) {
+			if tm.Scale > 0 && rapid.IntRange(0, 4).Draw(t, "clock") == 0 {
+				step(t, model.OpAdvance(harness.Step(harness.Rapid(t), tm, clock.Now())))
+				return
+			}
+			i := caller(t)
+			do(t, i, callers[i].Next(harness.Rapid(t)))
+		},
+		"calls": func(t *rapid.T) {
+			n := rapid.IntRange(2, 32).Draw(t, "calls")
+			for range min(n, maxCallers-len(callers)) {
+				callers = append(callers, harness.Caller{})
+				for _, op := range callers[len(callers)-1].StartFailed() {
+					step(t, op)
+				}
+			}
+		},
+		"retries": func(t *rapid.T) {
+			for i := range callers {
+				if callers[i].Failed() {
+					do(t, i, callers[i].Next(harness.Rapid(t)))
+				}
+			}
+		},
+		"drain": func(t *rapid.T) {
+			for i := range callers {
+				for callers[i].InCall() {
+					do(t, i, callers[i].Next(harness.Rapid(t)))
+				}
+			}
+		},
+	}
 }
 
 func apply[S any](sub Subject[S], b budget.Budget, clock *budget.ManualClock, op model.Op) bool {

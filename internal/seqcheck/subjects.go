@@ -141,3 +141,21 @@ func NewThrottle(m model.Throttle) func(budget.Clock) budget.Budget {
 		return b
 	}
 }
+
+// InFlightConfig returns the budget configuration that m specifies; m's
+// Rule must be model.Envoy, the reference budget's.
+func InFlightConfig(m model.InFlight) budget.InFlightConfig {
+	return budget.InFlightConfig{Ratio: float64(m.PPM) / 1e6, MinConcurrency: int(m.MinConcurrency)}
+}
+
+// NewInFlight returns a factory of the reference InFlight that m
+// specifies.
+func NewInFlight(m model.InFlight) func(budget.Clock) budget.Budget {
+	return func(budget.Clock) budget.Budget {
+		b, err := budget.NewInFlight(InFlightConfig(m))
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+}
