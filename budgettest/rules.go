@@ -24,6 +24,7 @@ const (
 	ruleConclusive    rule = "the linearizability search ends before its timeout: an inconclusive check is not a pass"
 	ruleInvariant     rule = "under contention the budget never grants more than its family's conservation invariant allows"
 	ruleBursts        rule = "under contention the budget grants exactly what the model grants for the calls made, no more and no fewer, and ends in the model's state: in bursts of one call made by many goroutines at once, in retries refunded over and over at an edge, and in cycles of calls that every order brings back to where they started"
+	ruleInFlight      rule = "an in-flight budget never has more retries in flight than its rule admits for the calls in flight, and when calls meet at its limit it grants what every order of them grants; a retry that ended is released once"
 	ruleNoDeadlock    rule = "every call returns: the budget neither deadlocks nor livelocks"
 	ruleNoLeak        rule = "no goroutine the budget started outlives it (a budget that owns goroutines stops them in Close() error)"
 	ruleReplay        rule = "fixed edge-case sequences (drains, a volume of 140,000 calls at one instant, a ramp of requests and retries, calls on slot boundaries and a nanosecond either side, clock jumps beside overflow thresholds, refill fractions) give the model's answers"

@@ -26,6 +26,13 @@ type Config struct {
 	// durations mean 20s, 60s and 20s; ErrorRate is a fraction in [0, 1].
 	Healthy, Outage, Recovery time.Duration
 	ErrorRate                 float64
+	// AttemptTime is how long every attempt takes, failed or not (rounded
+	// to the request's own instants, as every wait of the simulation is).
+	// Zero means none: an attempt answers at once, and no call is ever in
+	// flight long enough for a budget that counts work in flight
+	// (budget.InFlightBudget) to limit it. An outage of timeouts has long
+	// attempts.
+	AttemptTime time.Duration
 	// NewBudget builds one client's budget on clock, which reads the
 	// simulation's virtual time. Nil means no budget.
 	NewBudget func(clock budget.Clock) budget.Budget `json:"-"`
@@ -128,7 +135,11 @@ func run(c Config) (Result, error) {
 		if c.NewBudget != nil {
 			b, closeBudget := factory.Open(budget.NewMonotonicClock())
 			defer closeBudget()
-			budgets[i] = &counting{inner: harness.Guarded(b), mu: &mu, at: at}
+			cb := &counting{inner: harness.Guarded(b), mu: &mu, at: at}
+			budgets[i] = cb
+			if _, ok := cb.inner.(budget.InFlightBudget); ok {
+				budgets[i] = countingInFlight{cb}
+			}
 		} else {
 			budgets[i] = &counting{inner: unlimited{}, mu: &mu, at: at}
 		}
@@ -156,6 +167,9 @@ func run(c Config) (Result, error) {
 				s.FirstAttempts++
 			}
 			mu.Unlock()
+			if c.AttemptTime > 0 {
+				time.Sleep(onResidue(c.AttemptTime, time.Since(start), r.id))
+			}
 			if failing(d, r, attempt) {
 				return errUnavailable
 			}
@@ -220,6 +234,13 @@ func run(c Config) (Result, error) {
 
 var errUnavailable = errors.New("503 service unavailable")
 
+// onResidue returns a duration of at least d, and less than d + grid, that
+// ends, from now, on an instant ≡ id (mod grid): the request's own.
+func onResidue(d, now time.Duration, id int64) time.Duration {
+	end := int64(now + d)
+	return d + time.Duration(((id%grid-end)%grid+grid)%grid)
+}
+
 func (r *Result) summarize() {
 	c := r.Config
 	from, to := int(c.Healthy/time.Second), int((c.Healthy+c.Outage)/time.Second)
@@ -267,6 +288,15 @@ func (c *counting) Retry(k budget.Kind) bool {
 	return ok
 }
 func (c *counting) Success(k budget.Kind) { c.inner.Success(k) }
+
+// countingInFlight is counting for a budget.InFlightBudget: it passes the
+// ends on.
+type countingInFlight struct{ *counting }
+
+func (c countingInFlight) AttemptEnd(k budget.Kind) {
+	c.inner.(budget.InFlightBudget).AttemptEnd(k)
+}
+func (c countingInFlight) CallEnd() { c.inner.(budget.InFlightBudget).CallEnd() }
 
 type unlimited struct{}
 

@@ -209,14 +209,18 @@ func inFlight[S any](c InFlightConfig, sub harness.Subject[S], lim model.InFligh
 const (
 	burstWorkers = 2 // on two cores both run at once
 	burstGroups  = 40
-	burstRounds  = 250  // in each group
-	burstRetries = 1000 // rounds of a try at a smaller count, when minimizing
-	// burstTime is the least time the bursts of a run take: two threads
-	// on two cores share one now and then, and their calls overlap only
-	// when they run at once.
-	burstTime = 150 * time.Millisecond
-	// minimizeTime bounds the search for fewer calls in flight.
-	minimizeTime = time.Second
+	burstRounds  = 250 // in each group
+	// burstOverlaps is how many rounds whose two calls overlapped in
+	// time a run makes at least: two threads on two cores share one now
+	// and then, on a busy machine often, and their calls overlap only
+	// when they run at once. burstCap bounds the time that takes.
+	burstOverlaps = 5000
+	burstCap      = 3 * time.Second
+	// burstRetries is how many overlapping rounds a smaller count of calls
+	// is tried for in a pass of the minimization, and minimizeTime bounds
+	// the minimization.
+	burstRetries = 1000
+	minimizeTime = 2 * time.Second
 	burstSpin    = 1 << 16 // polls of the round before a worker blocks
 )
 
@@ -243,11 +247,15 @@ type contender struct {
 	cur    atomic.Pointer[release]
 	done   atomic.Int64 // the last round the worker finished
 	worker atomic.Bool  // the worker's grant in the current round
-	wake   chan struct{}
-	stop   chan struct{}
-	fault  error
-	wg     sync.WaitGroup
-	n      int64
+	// stamps: the worker's call and return in the current round, and
+	// overlaps, the rounds whose two calls overlapped in time.
+	seq, wCall, wReturn atomic.Int64
+	overlaps            int
+	wake                chan struct{}
+	stop                chan struct{}
+	fault               error
+	wg                  sync.WaitGroup
+	n                   int64
 }
 
 type release struct {
@@ -278,7 +286,9 @@ func newContender(b budget.Budget, seed uint64) *contender {
 			}
 			spin(r.IntN(128))
 			c.fault = harness.Catch("the second goroutine of the in-flight bursts", func() {
+				c.wCall.Store(c.seq.Add(1))
 				c.worker.Store(harness.Perform(b, model.OpRetry(model.Transient)))
+				c.wReturn.Store(c.seq.Add(1))
 			})
 			c.done.Store(n)
 			select {
@@ -303,8 +313,11 @@ func (c *contender) round() (int, error) {
 	close(prev.ch)
 	spin(c.r.IntN(128))
 	mine := false
+	var call, ret int64
 	if err := harness.Catch("the first goroutine of the in-flight bursts", func() {
+		call = c.seq.Add(1)
 		mine = harness.Perform(c.b, model.OpRetry(model.Transient))
+		ret = c.seq.Add(1)
 	}); err != nil {
 		return 0, err
 	}
@@ -318,6 +331,9 @@ func (c *contender) round() (int, error) {
 	}
 	if c.fault != nil {
 		return 0, c.fault
+	}
+	if wc, wr := c.wCall.Load(), c.wReturn.Load(); wc < ret && call < wr {
+		c.overlaps++
 	}
 	got := 0
 	if mine {
@@ -444,7 +460,10 @@ func inFlightBursts[S any](c InFlightConfig, b budget.Budget, m model.Model[S], 
 	ct := newContender(b, c.Seed)
 	defer ct.close()
 	start := time.Now()
-	for g := 0; g < burstGroups || time.Since(start) < burstTime; g++ {
+	for g := 0; g < burstGroups || ct.overlaps < burstOverlaps; g++ {
+		if time.Since(start) > burstCap {
+			break // a machine so busy that the two calls seldom run at once
+		}
 		v, err := contend(ct, m, rng.IntN(60), burstRounds)
 		if err != nil || v == nil {
 			if err != nil {
@@ -453,17 +472,19 @@ func inFlightBursts[S any](c InFlightConfig, b budget.Budget, m model.Model[S], 
 			continue
 		}
 		// Passes over the smaller counts, fewest first, each count tried
-		// for burstRetries rounds a pass: a count that fails in one pass
-		// may just have met a moment when the two calls shared a core.
+		// until its calls have overlapped burstRetries times in a pass: a
+		// count may fail only when its two calls run at once.
 		var fewer []int
 		for calls := burstWorkers; calls < v.Calls; calls += max(1, calls/4) {
 			fewer = append(fewer, calls)
 		}
 		for t := time.Now(); len(fewer) > 0 && time.Since(t) < minimizeTime; {
 			for i, calls := range fewer {
-				w, err := contend(ct, m, calls, burstRetries)
-				if err != nil {
-					return err
+				var w *BurstViolation
+				for from := ct.overlaps; w == nil && ct.overlaps-from < burstRetries && time.Since(t) < minimizeTime; {
+					if w, err = contend(ct, m, calls, burstRounds); err != nil {
+						return err
+					}
 				}
 				if w != nil {
 					v, fewer = w, fewer[:i]
