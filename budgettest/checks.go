@@ -689,6 +689,19 @@ func checkLeak[S any](t *testing.T, sub Subject[S]) error {
 		// On the wall clock the bubble itself fails if a goroutine is left.
 		return hs.InBubble(t, "the leak check", func(t *testing.T) error {
 			b, closeBudget := sub.harness(t).Open(new(budget.ManualClock))
+			if harness.IsStructured(sub.Model) {
+				// Whole calls, ends included, 8 in flight at a time.
+				src := harness.Rand(rand.New(rand.NewPCG(3, 4)))
+				var callers [8]harness.Caller
+				for calls := 0; calls < 200; {
+					c := &callers[src.IntN(len(callers), "caller")]
+					op := c.Next(src)
+					c.Answer(op, harness.Perform(b, op))
+					if op.Op == model.CallEnd {
+						calls++
+					}
+				}
+			}
 			for i := range 200 {
 				harness.Perform(b, model.OpRequest)
 				k := []model.Kind{model.Transient, model.Throttled}[i%2]
@@ -707,6 +720,60 @@ func checkLeak[S any](t *testing.T, sub Subject[S]) error {
 		return fail(ruleNoLeak, "%s: after 200 calls and Close: %v", sub.name(), err)
 	}
 	return nil
+}
+
+// inFlightRamp is the in-flight replay, drawn with the model's answers so
+// that it keeps the call structure: calls open one at a time up to 3000
+// in flight, each asking for a retry at once and ending at once if it is
+// denied, so that the retries granted follow the rule at every count of
+// calls in flight; every fifth call a granted retry and its call end.
+// Then the calls end one at a time, each end followed by a new call's
+// request for a retry, so that the rule is followed down as well as up.
+func inFlightRamp[S any](m model.Model[S]) []model.Op {
+	state := m.Init()
+	var ops []model.Op
+	do := func(op model.Op) bool {
+		var g bool
+		state, g = m.Step(state, op)
+		ops = append(ops, op)
+		return g
+	}
+	var open []bool // each open call: whether it holds a granted retry
+	call := func() {
+		do(model.OpRequest)
+		do(model.OpAttemptEnd(model.FirstAttempt))
+		if do(model.OpRetry(model.Transient)) {
+			open = append(open, true)
+		} else {
+			do(model.OpCallEnd)
+		}
+	}
+	end := func(i int) {
+		if open[i] {
+			do(model.OpAttemptEnd(model.Transient))
+		}
+		do(model.OpCallEnd)
+		open = slices.Delete(open, i, i+1)
+	}
+	for i := range 3000 {
+		call()
+		if i%5 == 4 && len(open) > 0 {
+			end(0)
+		}
+		for len(open) < i/4 { // calls in flight without a retry, holding none
+			do(model.OpRequest)
+			do(model.OpAttemptEnd(model.FirstAttempt))
+			open = append(open, false)
+		}
+	}
+	for len(open) > 0 {
+		end(len(open) - 1)
+		if len(open)%3 == 0 {
+			call()
+			end(len(open) - 1)
+		}
+	}
+	return ops
 }
 
 // A replay is one fixed sequence of the Replay check, run on a budget of
@@ -751,6 +818,9 @@ func (sub Subject[S]) replays() []replay {
 	seventh := append(slices.Clone(step), model.OpRetry(model.Throttled), model.OpSuccess(model.FirstAttempt))
 	ramp := slices.Repeat(append(slices.Repeat(step, 6), seventh...), 430) // about 3,000 steps
 	out := []replay{{"drain", drain}, {"volume", volume}, {"ramp", ramp}}
+	if harness.IsStructured(sub.Model) {
+		out = append(out, replay{"calls in flight", inFlightRamp(sub.Model)})
+	}
 	if scale == 0 {
 		return out
 	}

@@ -15,7 +15,7 @@ type Contender struct {
 	NewBudget func(budget.Clock) budget.Budget // nil: no budget
 }
 
-// Contenders returns no budget and the three reference budgets with their
+// Contenders returns no budget and the four reference budgets with their
 // anchors' defaults.
 func Contenders() []Contender {
 	return []Contender{
@@ -34,6 +34,10 @@ func Contenders() []Contender {
 			b, _ := budget.NewThrottle(10, 0.1)
 			return b
 		}},
+		{"InFlight (Envoy: 20%, min 3)", func(budget.Clock) budget.Budget {
+			b, _ := budget.NewInFlight(budget.DefaultInFlightConfig())
+			return b
+		}},
 	}
 }
 
@@ -47,7 +51,10 @@ type Scenario struct {
 // standard one (50 clients × 10 req/s, 3 attempts, 20s healthy, 60s at 100%
 // errors, 20s recovery), the outage of the article "Retry budget in TypeScript" as far as its text tells (the same at
 // 68% errors, which gives its 2.12x without a budget), and low traffic,
-// where the ratio's floor binds (1 req/s per client).
+// where the ratio's floor binds (1 req/s per client), and an outage of
+// timeouts, the standard one with every attempt taking 1s: only then are
+// calls in flight long enough for an in-flight budget to limit them (in
+// the others its retries are never more than MinConcurrency at once).
 func Scenarios(seed uint64) []Scenario {
 	return []Scenario{
 		{"standard: 50 clients × 10 req/s, 3 attempts; 20s healthy, 60s at 100% errors, 20s recovery",
@@ -56,5 +63,7 @@ func Scenarios(seed uint64) []Scenario {
 			sim.Config{ErrorRate: 0.68, Seed: seed}},
 		{"low traffic, where the ratio's floor binds: 50 clients × 1 req/s, 100% errors",
 			sim.Config{Rate: 1, ErrorRate: 1, Seed: seed, Outage: 60 * time.Second}},
+		{"timeouts: the standard outage with every attempt taking 1s",
+			sim.Config{ErrorRate: 1, Seed: seed, AttemptTime: time.Second}},
 	}
 }

@@ -195,8 +195,11 @@ func inFlight[S any](c InFlightConfig, sub harness.Subject[S], lim model.InFligh
 					"the budget granted %d more retries where the model grants %d: a retry was released twice, or a call counted that had ended", p+1, background, held, got, want)}
 			}
 		}
-		for range int64(got) + held {
+		for range got {
 			harness.Perform(b, model.OpAttemptEnd(model.Throttled))
+		}
+		for range held {
+			harness.Perform(b, model.OpAttemptEnd(model.Transient))
 		}
 		for range background {
 			harness.Perform(b, model.OpCallEnd)
@@ -412,19 +415,19 @@ func contend[S any](c *contender, m model.Model[S], calls, rounds int) (*BurstVi
 		before = append(before, model.OpRequest)
 	}
 	for held < maxLimit {
-		if _, g := m.Step(state, model.OpRetry(model.Throttled)); !g {
+		if _, g := m.Step(state, model.OpRetry(model.Transient)); !g {
 			break // the model denies the next: full
 		}
 		held++
-		if !do(model.OpRetry(model.Throttled)) {
+		if !do(model.OpRetry(model.Transient)) {
 			held--
 			return nil, &InFlightViolation{fmt.Sprintf("filling the budget one retry at a time, with %d calls in flight, it denied retry %d, which the model grants", calls, held+1)}
 		}
-		before = append(before, model.OpRetry(model.Throttled))
+		before = append(before, model.OpRetry(model.Transient))
 	}
 	for round := range rounds {
 		if held > 0 {
-			do(model.OpAttemptEnd(model.Throttled))
+			do(model.OpAttemptEnd(model.Transient))
 			held--
 			before = before[:len(before)-1]
 		}
@@ -446,7 +449,7 @@ func contend[S any](c *contender, m model.Model[S], calls, rounds int) (*BurstVi
 		state = ws
 		before = append(before, make([]model.Op, want)...)
 		for i := range want {
-			before[len(before)-1-i] = model.OpRetry(model.Throttled)
+			before[len(before)-1-i] = model.OpRetry(model.Transient)
 		}
 	}
 	return nil, nil
