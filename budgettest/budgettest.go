@@ -208,7 +208,7 @@ func VerifyCheck[S any](t *testing.T, sub Subject[S], c Check) error {
 	return nil
 }
 
-// RunLoop runs the eleven loop checks of the stress package on l, each in a
+// RunLoop runs the twelve loop checks of the stress package on l, each in a
 // child process, as subtests of t. See stress.CheckLoop.
 func RunLoop(t *testing.T, l stress.Loop) {
 	t.Helper()

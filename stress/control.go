@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	loopSchedules = flag.Int("stress.schedules", 6, "schedules that each case of the loop checks with goroutines of their own (NoGoroutineOutlivesCall, SharedBudgetRespected, IgnoringOpEndsTheCall) explores when the loop's code is instrumented (cmd/budgetcheck); 0 runs them once, freely")
+	loopSchedules = flag.Int("stress.schedules", 6, "schedules that each case of the loop checks with goroutines of their own (NoGoroutineOutlivesCall, SharedBudgetRespected, IgnoringOpEndsTheCall, EveryStartEnds) explores when the loop's code is instrumented (cmd/budgetcheck); 0 runs them once, freely")
 	loopSeed      = flag.Uint64("stress.seed", 1, "the seed base of the schedules the loop checks explore: a failure names it, and the same base replays the same schedules")
 )
 

@@ -3,7 +3,7 @@
 // or yours, through a small adapter.
 //
 // A [Loop] runs one call of a retry loop with the budget, [Settings] and
-// operation a check gives it. [LoopChecks] are the eleven checks: no attempt
+// operation a check gives it. [LoopChecks] are the twelve checks: no attempt
 // on a done context, none after a cancel, none on a context whose ctx.Err()
 // is set at the deadline; no wait begun that would reach the deadline; a
 // prompt return on a cancel during the wait; no goroutine outlives the
@@ -11,8 +11,12 @@
 // a permanent error; an elapsed limit that ends the loop; a server delay
 // capped by the maximum and the time left; a call whose operation ignores
 // ctx returns when every attempt has finished (a loop that hedges waits for
-// its losers). Time-dependent checks run in testing/synctest bubbles, the
-// leak check in real time with goleak.
+// its losers); an in-flight budget (budget.InFlightBudget) told of the end
+// of every attempt the loop started, a granted retry that never ran
+// included, exactly once, and then of the end of the call, on every path
+// out of the loop (a loop that hedges ends its losers too). Time-dependent
+// checks run in testing/synctest bubbles, the leak check in real time with
+// goleak.
 //
 // Each check first confirms its premise, the situation in which its rule
 // can be broken, and fails with "premise not reached:" when the loop never

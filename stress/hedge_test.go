@@ -22,13 +22,24 @@ const hedgeAfter = 5 * time.Millisecond
 // success wins. Once every attempt so far has failed, it backs off (or
 // waits the server's delay) and retries, as a loop without hedging does.
 // Before it returns, it cancels the attempts that still run and waits for
-// them.
+// them. It tells an in-flight budget of the end of each attempt it started
+// (counted by kind, since several are in flight at once): of one whose
+// outcome it reads, then; of the losers once they have returned, and of a
+// granted retry that never ran, before the end of the call.
 func hedge(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	start := time.Now()
 	b.Request()
+	ib, _ := b.(budget.InFlightBudget)
+	open := map[budget.Kind]int{budget.FirstAttempt: 1} // attempts started and not ended
+	ended := func(k budget.Kind) {
+		if ib != nil && open[k] > 0 {
+			open[k]--
+			ib.AttemptEnd(k)
+		}
+	}
 	type outcome struct {
 		err  error
 		kind budget.Kind
@@ -41,6 +52,14 @@ func hedge(ctx context.Context, b budget.Budget, s stress.Settings, op func(cont
 		cancel()
 		go func() { wg.Wait(); close(outcomes) }()
 		for range outcomes {
+		}
+		if ib != nil {
+			for k := range open {
+				for open[k] > 0 {
+					ended(k)
+				}
+			}
+			ib.CallEnd()
 		}
 	}()
 	inflight, attempts := 0, 0
@@ -69,6 +88,7 @@ func hedge(ctx context.Context, b budget.Budget, s stress.Settings, op func(cont
 			if !b.Retry(kind) {
 				return errors.Join(budget.ErrDenied, last)
 			}
+			open[kind]++
 			wake = time.After(wait)
 		case hedging && attempts < s.MaxAttempts:
 			wake = time.After(hedgeAfter)
@@ -76,9 +96,12 @@ func hedge(ctx context.Context, b budget.Budget, s stress.Settings, op func(cont
 		select {
 		case o := <-outcomes:
 			inflight--
+			if o.err == nil {
+				b.Success(o.kind)
+			}
+			ended(o.kind)
 			switch {
 			case o.err == nil:
-				b.Success(o.kind)
 				return nil
 			case ctx.Err() != nil:
 				return errors.Join(ctx.Err(), o.err)
@@ -100,6 +123,7 @@ func hedge(ctx context.Context, b budget.Budget, s stress.Settings, op func(cont
 				}
 				send(kind)
 			case b.Retry(budget.Transient):
+				open[budget.Transient]++
 				send(budget.Transient)
 			default:
 				hedging = false

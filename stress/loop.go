@@ -92,6 +92,12 @@ type LoopCheck struct {
 // came about, instead of passing for want of a test. A loop that makes
 // 1000 attempts at one instant of a bubble's clock, or 100,000 in one call,
 // spins: the check stops it and fails within moments.
+//
+// EveryStartEnds hands the loop a budget.InFlightBudget and checks what it
+// is told on each path out of a call; a loop that tells an in-flight
+// budget nothing of ends fails it with the reason (such a budget leaks a
+// permit on every call), and one that does not support in-flight budgets
+// may Skip it with that reason.
 func LoopChecks() []LoopCheck {
 	return []LoopCheck{
 		{"NoAttemptOnDoneContext", "a context that is already done leads to zero attempts", checkDoneContext},
@@ -105,6 +111,7 @@ func LoopChecks() []LoopCheck {
 		{"MaxElapsedEndsTheLoop", "an elapsed limit ends the loop even when attempts take no time", checkMaxElapsed},
 		{"ServerDelayCapped", "a server-supplied delay is capped by the maximum delay and by the time left", checkServerDelay},
 		{"IgnoringOpEndsTheCall", "when the operation ignores ctx, the loop returns when every attempt it started has finished, with no attempt after the cancel; a loop that hedges waits for its losers", checkIgnoringOp},
+		{"EveryStartEnds", "an in-flight budget is told of the end of every attempt the loop started (the first, and every granted retry, even one that never ran), exactly once, after its success and once its operation has returned, and then of the end of the call, before the loop returns, on every path: success, a permanent error, a denial, out of attempts, a cancel during an attempt and during a backoff wait; a loop that hedges ends its losers too", checkEveryStartEnds},
 	}
 }
 

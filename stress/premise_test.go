@@ -65,6 +65,9 @@ func TestPremiseNotReached(t *testing.T) {
 			})
 		}}},
 		{"IgnoringOpEndsTheCall", neverAttempts},
+		// It ends every attempt it starts, but never retries: no denial,
+		// no granted retry, no backoff to cancel.
+		{"EveryStartEnds", retrier("OneAttempt", func(s *Settings) { s.MaxAttempts = 1 })},
 	}
 	if len(cases) != len(LoopChecks()) {
 		t.Fatalf("%d cases for %d checks", len(cases), len(LoopChecks()))

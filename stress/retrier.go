@@ -10,7 +10,10 @@ import (
 
 // RetrierLoop adapts the budget package's Retrier to the loop checks: a
 // model for writing an adapter of your own. It honours every field of
-// Settings, NoJitter and FixedDelay through the Retrier's Jitter hook.
+// Settings, NoJitter and FixedDelay through the Retrier's Jitter hook. It
+// hands the Retrier the check's budget itself, so that the Retrier sees an
+// in-flight budget (EveryStartEnds) as one, and tells it of ends; an
+// adapter that wraps the budget must keep its AttemptEnd and CallEnd.
 func RetrierLoop() Loop {
 	return Loop{
 		Name: "budget.Retrier",

@@ -29,6 +29,9 @@ type loopBugs struct {
 	elapsedPerAttempt   bool // measures MaxElapsed from the last attempt, not from the start
 	uncappedServerDelay bool // waits as long as the server says, past MaxDelay
 	spinAtLimit         bool // caps each wait by the time left to MaxElapsed, and stops only once past it
+	noEndOnWaitCancel   bool // ends an in-flight budget's attempt only once it has run: a retry granted and then cancelled during the backoff never ends
+	endOnlyFailures     bool // tells AttemptEnd only of attempts that fail, taking Success for the end of one that succeeds
+	callEndTwice        bool // ends the call on success, and again from the deferred end of every call
 
 	// Loops that keep every promise, but cannot bring about the situation
 	// a check needs: the check must say "premise not reached".
@@ -43,7 +46,9 @@ type loopBugs struct {
 
 // naiveLoop is a plain retry loop as people write it by hand, with full
 // jitter (or none, or a fixed delay, as Settings ask), server delays capped
-// at MaxDelay, and MaxElapsed; bugs breaks it.
+// at MaxDelay, and MaxElapsed. It tells an in-flight budget of the end of
+// each attempt it started, the first and every granted retry, whether the
+// attempt ran or not, and then of the end of the call; bugs breaks it.
 func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
 	return func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
 		if !bugs.noCtxCheck && ctx.Err() != nil {
@@ -51,6 +56,15 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 		}
 		start := time.Now()
 		b.Request()
+		ib, _ := b.(budget.InFlightBudget)
+		end := func(k budget.Kind) {
+			if ib != nil {
+				ib.AttemptEnd(k)
+			}
+		}
+		if ib != nil {
+			defer ib.CallEnd()
+		}
 		if bugs.watcher {
 			// Meant to log or abort in-flight work on cancel; the stop
 			// channel that should end it on success was never added.
@@ -68,6 +82,7 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 				select {
 				case err = <-done:
 				case <-ctx.Done():
+					end(kind)
 					return ctx.Err() // the attempt keeps running
 				}
 			} else {
@@ -75,8 +90,15 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 			}
 			if err == nil {
 				b.Success(kind)
+				if !bugs.endOnlyFailures {
+					end(kind)
+				}
+				if bugs.callEndTwice && ib != nil {
+					ib.CallEnd()
+				}
 				return nil
 			}
+			end(kind)
 			if ctx.Err() != nil && !bugs.skipZeroWait && !bugs.noLookahead {
 				return errors.Join(ctx.Err(), err)
 			}
@@ -127,11 +149,19 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 				select {
 				case <-ctx.Done():
 					t.Stop()
+					// The retry was granted, and so started: it ends,
+					// though it never runs.
+					if !bugs.askAfterSleep && !bugs.noEndOnWaitCancel {
+						end(next)
+					}
 					return errors.Join(ctx.Err(), err)
 				case <-t.C:
 				}
 			}
 			if ctx.Err() != nil && !bugs.skipZeroWait && !bugs.noLookahead {
+				if !bugs.askAfterSleep && !bugs.noEndOnWaitCancel {
+					end(next)
+				}
 				return errors.Join(ctx.Err(), err)
 			}
 			if bugs.askAfterSleep && !b.Retry(next) {
@@ -252,6 +282,18 @@ func Loops() []LoopMutant {
 		hedge("HedgeWinnerNoJoin", "IgnoringOpEndsTheCall",
 			"hedges, and waits for its cancelled attempts when the call fails or is cancelled, but not when an attempt wins, so the losers outlive a successful call",
 			hedgeBugs{winnerReturnsEarly: true}),
+		m("NoEndOnBackoffCancel", "EveryStartEnds",
+			"tells an in-flight budget of an attempt's end only once the attempt has run, so a retry granted and then cancelled during the backoff wait never ends, and holds its permit for ever",
+			loopBugs{noEndOnWaitCancel: true}),
+		m("SuccessIsTheEnd", "EveryStartEnds",
+			"tells an in-flight budget of the end only of an attempt that fails, taking Success for the end of one that succeeds, so every call that succeeds leaves an attempt in flight",
+			loopBugs{endOnlyFailures: true}),
+		m("CallEndTwice", "EveryStartEnds",
+			"tells an in-flight budget of the end of a call that succeeds, and again from the end it defers for every call, so the budget counts one call fewer in flight for each success",
+			loopBugs{callEndTwice: true}),
+		hedge("HedgeLosersNotEnded", "EveryStartEnds",
+			"hedges, and tells an in-flight budget of the end of the attempts whose results it reads, but not of the losers it cancels and waits for, so every hedged call leaves an attempt in flight",
+			hedgeBugs{noLoserEnd: true}),
 		premise(m("JitterNeverZero", "NoAttemptAfterCancel",
 			"never waits less than 1ns before a retry, and ignores FixedDelay, so there is no retry without a wait, where only a look at ctx can stop it",
 			loopBugs{jitterNeverZero: true})),
@@ -305,6 +347,10 @@ type hedgeBugs struct {
 	// result that never comes. It needs the attempt to be preempted
 	// between the two, a window of nanoseconds.
 	counterJoin bool
+	// noLoserEnd tells an in-flight budget of the end of the attempts
+	// whose results it reads, the winner's among them, and not of the
+	// losers it cancels, nor of a retry granted and never run.
+	noLoserEnd bool
 }
 
 // hedgedLoop is a hedging retry loop: while an attempt runs, it starts
@@ -312,7 +358,11 @@ type hedgeBugs struct {
 // MaxAttempts in all, and the first success wins. A failure with no
 // attempt left running is retried after a backoff (or the server's delay),
 // as naiveLoop retries. Before it returns, it cancels the attempts still
-// running and waits for them; bugs breaks that.
+// running and waits for them. It tells an in-flight budget of the end of
+// each attempt it started, counted by kind since several are in flight at
+// once: when it reads the attempt's result, or, for a loser or a granted
+// retry that never ran, once the losers have returned; then of the end of
+// the call. bugs breaks that.
 func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
 	return func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
 		if err := ctx.Err(); err != nil {
@@ -320,6 +370,15 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 		}
 		start := time.Now()
 		b.Request()
+		ib, _ := b.(budget.InFlightBudget)
+		var open [budget.Throttled + 1]int // attempts started and not ended, by kind
+		open[budget.FirstAttempt] = 1
+		ended := func(k budget.Kind) {
+			if ib != nil && open[k] > 0 {
+				open[k]--
+				ib.AttemptEnd(k)
+			}
+		}
 		type result struct {
 			err  error
 			kind budget.Kind
@@ -350,12 +409,26 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 				}
 			})
 		}
+		// endAll ends the attempts still open, the losers and a retry
+		// granted and never run, and then the call.
+		endAll := func() {
+			if ib == nil {
+				return
+			}
+			for k := range open {
+				for !bugs.noLoserEnd && open[k] > 0 {
+					ended(budget.Kind(k))
+				}
+			}
+			ib.CallEnd()
+		}
 		finish := func(err error, won bool) error {
 			if bugs.counterJoin {
 				cancel()
 				for inflight.Load() > 0 {
 					<-results // a loser's
 				}
+				endAll()
 				return err
 			}
 			close(finished)
@@ -363,6 +436,7 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 			if !bugs.noJoin && !(won && bugs.winnerReturnsEarly) {
 				wg.Wait()
 			}
+			endAll()
 			return err
 		}
 		launch(budget.FirstAttempt)
@@ -377,8 +451,10 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 				running--
 				if r.err == nil {
 					b.Success(r.kind)
+					ended(r.kind)
 					return finish(nil, true)
 				}
+				ended(r.kind)
 				last = r.err
 				switch {
 				case ctx.Err() != nil:
@@ -400,6 +476,7 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 				if !b.Retry(kind) {
 					return finish(errors.Join(budget.ErrDenied, r.err), false)
 				}
+				open[kind]++
 				next, pending = kind, true
 				timer.Reset(wait)
 			case <-timer.C:
@@ -413,6 +490,7 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 					pending = false
 					launch(next)
 				} else if running > 0 && n < s.MaxAttempts && b.Retry(budget.Transient) {
+					open[budget.Transient]++
 					launch(budget.Transient) // a hedge
 				}
 				if n < s.MaxAttempts {
