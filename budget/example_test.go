@@ -164,3 +164,27 @@ func ExampleRetrier_errors() {
 	fmt.Println(err)
 	// Output: <nil>
 }
+
+// An InFlight caps the retries in flight at a share of the calls in
+// flight, as Envoy's retry_budget does. It must hear when attempts and calls
+// end; a Retrier tells it.
+func ExampleNewInFlight() {
+	b, err := budget.NewInFlight(budget.DefaultInFlightConfig()) // 20%, at least 3
+	if err != nil {
+		panic(err)
+	}
+	for range 20 {
+		b.Request() // 20 calls in flight, each in its first attempt
+		b.AttemptEnd(budget.FirstAttempt)
+	}
+	granted := 0
+	for b.Retry(budget.Transient) {
+		granted++
+	}
+	fmt.Println("retries in flight with 20 calls:", granted)
+	b.AttemptEnd(budget.Transient) // one retry's attempt ends: its slot is free again
+	fmt.Println("after one ended:", b.Retry(budget.Transient))
+	// Output:
+	// retries in flight with 20 calls: 4
+	// after one ended: true
+}

@@ -138,6 +138,26 @@ func Checks() []Check {
 //   - Amplification: a simulated 100% outage (package sim), in which the
 //     budget may grant no more retries than its model does: it catches a
 //     budget built per call site and a refund that keeps it from draining.
+//     For an in-flight model every attempt of the outage takes 1s, so that
+//     calls are in flight long enough to be limited.
+//
+// A model that is model.Structured (an in-flight budget's, such as
+// model.InFlight) changes what the checks draw: whole calls, as a retry
+// loop makes them, with AttemptEnd and CallEnd, so that nothing ends that
+// never started, and the minimizer keeps that structure. Its budget must
+// be a budget.InFlightBudget, or the subject is turned away. The
+// Linearizable check's scenarios then start with calls and retries left in
+// flight; Race and Invariant, for a model that is also a
+// model.InFlightLimit, run the in-flight stress instead of the families'
+// runs: 64 goroutines make calls while the retries surely in flight are
+// held to the rule's limit at every grant; with only a background in
+// flight the budget must grant what the model grants (a leaked or doubly
+// released permit shows there); and two calls on two cores ask at once for
+// the one slot left, round after round until 5,000 rounds had them
+// overlap (3s at most), where a second grant is a check-then-act, minimized
+// to the fewest calls in flight. Leak makes whole calls and Replay ramps the
+// calls in flight up to hundreds and back. The Model check draws calls too,
+// and Reset for a model.Resetter.
 //
 // A subject that fails validation, or a factory that fails on its first
 // call, gets one Failure and no checks. A panic in the budget, a call that

@@ -72,6 +72,26 @@ func ExampleRun() {
 
 // Verify returns the failures instead of failing the test, for a gate
 // that decides for itself; VerifyCheck runs one check.
+// A budget that counts work in flight is checked against a model that
+// does (model.InFlight, with Envoy's rule or failsafe-go's): the suite then
+// draws whole calls, tells the budget when attempts and calls end, and
+// checks the rule at every grant.
+func ExampleRun_inFlight() {
+	_ = func(t *testing.T) { // func TestMyInFlightBudget(t *testing.T)
+		budgettest.Run(t, budgettest.Subject[model.InFlightState]{
+			Name:  "my in-flight budget",
+			Model: model.EnvoyDefaults(), // 20% of the calls in flight, and at least 3
+			New: func(t *testing.T, _ budget.Clock) budget.Budget {
+				b, err := budget.NewInFlight(budget.DefaultInFlightConfig()) // yours: Request, Retry, Success, AttemptEnd, CallEnd
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			},
+		})
+	}
+}
+
 func ExampleVerify() {
 	_ = func(t *testing.T) {
 		sub := budgettest.Subject[model.TokenBucketState]{

@@ -11,9 +11,11 @@
 //
 // The operations are those of the budget contract plus the clock:
 // Request, Retry(kind) which answers granted or denied, Success(kind), and
-// Advance(d), which moves the clock the budget was built with by d; and
-// Reset, the loss of a budget's state when the store that keeps it restarts
-// without persistence. Time is
+// Advance(d), which moves the clock the budget was built with by d; for a
+// budget that counts work in flight ([InFlight], a [Structured] model),
+// AttemptEnd(kind) and CallEnd; and Reset, the loss of a budget's state
+// when the store that keeps it restarts without persistence, given only to
+// a [Resetter]. Time is
 // data here: a state carries the clock's reading and the latest reading the
 // budget has seen, and an operation that observes time uses the later of the
 // two. A reading earlier than the latest one seen counts as the latest one,
