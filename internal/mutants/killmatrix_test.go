@@ -45,6 +45,7 @@ var (
 	refillBucket = model.TokenBucket{Capacity: 30_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000, RefillPerSecond: 10_000}
 	window       = model.SRE()
 	throttle     = model.Throttle{Max: 10_000, Ratio: 100}
+	envoy        = model.EnvoyDefaults()
 )
 
 // A row of the kill matrix: one implementation put through the suite.
@@ -87,24 +88,45 @@ func throttleRow(name string, must budgettest.Check, newB func(model.Throttle, b
 		New: func(_ *testing.T, c budget.Clock) budget.Budget { return newB(throttle, c) }})
 }
 
+func inFlightRow(name string, must budgettest.Check, newB func(model.InFlight, budget.Clock) budget.Budget) row {
+	return subjectRow(name, must, budgettest.Subject[model.InFlightState]{Model: envoy,
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return newB(envoy, c) }})
+}
+
+// newInFlight builds the reference in-flight budget with m's parameters
+// (and Envoy's rule, the only one it has).
+func newInFlight(m model.InFlight, _ budget.Clock) budget.Budget {
+	b, err := budget.NewInFlight(budget.InFlightConfig{Ratio: float64(m.PPM) / 1e6, MinConcurrency: int(m.MinConcurrency)})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
 func rows() []row {
 	rs := []row{
 		bucketRow("budget.TokenBucket", "", mutants.NoRefill, func(m model.TokenBucket, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(m)(c) }),
 		bucketRow("budget.TokenBucket+refill", "", mutants.RequiresRefill, func(m model.TokenBucket, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(m)(c) }),
 		ratioRow("budget.Ratio", "", func(m model.Ratio, c budget.Clock) budget.Budget { return seqcheck.NewRatio(m)(c) }),
 		throttleRow("budget.Throttle", "", func(m model.Throttle, c budget.Clock) budget.Budget { return seqcheck.NewThrottle(m)(c) }),
+		inFlightRow("budget.InFlight", "", newInFlight),
 	}
 	for _, m := range mutants.Budgets() {
+		var r row
 		switch {
 		case m.TokenBucket != nil:
-			r := bucketRow(m.Name, m.CaughtBy, m.Refill, m.TokenBucket)
-			r.interleaving = m.Interleaving
-			rs = append(rs, r)
+			r = bucketRow(m.Name, m.CaughtBy, m.Refill, m.TokenBucket)
 		case m.Ratio != nil:
-			rs = append(rs, ratioRow(m.Name, m.CaughtBy, m.Ratio))
+			r = ratioRow(m.Name, m.CaughtBy, m.Ratio)
+		case m.Throttle != nil:
+			r = throttleRow(m.Name, m.CaughtBy, m.Throttle)
+		case m.InFlight != nil:
+			r = inFlightRow(m.Name, m.CaughtBy, m.InFlight)
 		default:
-			rs = append(rs, throttleRow(m.Name, m.CaughtBy, m.Throttle))
+			panic("mutant " + m.Name + " has no constructor")
 		}
+		r.interleaving = m.Interleaving
+		rs = append(rs, r)
 	}
 	return rs
 }

@@ -41,6 +41,10 @@ type Mutant struct {
 	Refill      Refill // for TokenBucket mutants
 	Ratio       func(model.Ratio, budget.Clock) budget.Budget
 	Throttle    func(model.Throttle, budget.Clock) budget.Budget
+	// InFlight builds an in-flight mutant (a budget.InFlightBudget) with
+	// Envoy's rule from the model's PPM and MinConcurrency; the kill
+	// matrix checks it against model.EnvoyDefaults().
+	InFlight func(model.InFlight, budget.Clock) budget.Budget
 }
 
 // Budgets returns every budget mutant.
@@ -80,5 +84,21 @@ func Budgets() []Mutant {
 			Ratio: func(m model.Ratio, c budget.Clock) budget.Budget { return NewWrappingCount(m, c) }},
 		{Name: "ThresholdOffByOne", CaughtBy: Sequential,
 			Throttle: func(m model.Throttle, _ budget.Clock) budget.Budget { return NewThresholdOffByOne(m) }},
+		{Name: "InFlightCheckThenAct", CaughtBy: Invariant, Interleaving: true,
+			InFlight: func(m model.InFlight, _ budget.Clock) budget.Budget { return NewInFlightCheckThenAct(m) }},
+		{Name: "ReleaseOnSuccessOnly", CaughtBy: Sequential,
+			InFlight: func(m model.InFlight, _ budget.Clock) budget.Budget { return NewReleaseOnSuccessOnly(m) }},
+		{Name: "DoubleRelease", CaughtBy: Sequential,
+			InFlight: func(m model.InFlight, _ budget.Clock) budget.Budget { return NewDoubleRelease(m) }},
+		{Name: "PendingMiscounted", CaughtBy: Replay,
+			InFlight: func(m model.InFlight, _ budget.Clock) budget.Budget { return NewPendingMiscounted(m) }},
+		{Name: "FloorNotMax", CaughtBy: Sequential,
+			InFlight: func(m model.InFlight, _ budget.Clock) budget.Budget { return NewFloorNotMax(m) }},
+		{Name: "UnlockedCallEnd", CaughtBy: Race,
+			InFlight: func(m model.InFlight, _ budget.Clock) budget.Budget { return NewUnlockedCallEnd(m) }},
+		{Name: "StaleLimit", CaughtBy: Sequential,
+			InFlight: func(m model.InFlight, _ budget.Clock) budget.Budget { return NewStaleLimit(m) }},
+		{Name: "ProductOverflow32", CaughtBy: Replay,
+			InFlight: func(m model.InFlight, _ budget.Clock) budget.Budget { return NewProductOverflow32(m) }},
 	}
 }

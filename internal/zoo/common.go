@@ -21,3 +21,7 @@ func (p bucketParams) credit(k budget.Kind) int64 {
 	}
 	return p.bonus
 }
+
+// inflightMax is where the in-flight budgets here stop each count, as
+// model.InFlight does: 2^32 - 1.
+const inflightMax = 1<<32 - 1

@@ -41,8 +41,11 @@ func TestControlledPasses(t *testing.T) {
 		"RWBucket": checkOf(rwBucketSubject()), "CASBucket": checkOf(casBucketSubject()), "RefillBucket": checkOf(refillBucketSubject()),
 		"RingRatio": checkOf(ringRatioSubject()), "ActorThrottle": checkOf(actorThrottleSubject()), "SnapBucket": checkOf(snapBucketSubject()),
 		"SeqlockBucket": checkOf(seqlockBucketSubject()), "FloatBucket": checkOf(floatBucketSubject()),
+		"MutexInFlight": checkOf(mutexInFlightSubject()), "PackedInFlight": checkOf(packedInFlightSubject()),
+		"ActorInFlight": checkOf(actorInFlightSubject()), "FailsafeRuleInFlight": checkOf(failsafeRuleInFlightSubject()),
 	}
-	for _, name := range []string{"RWBucket", "CASBucket", "RefillBucket", "RingRatio", "ActorThrottle", "SnapBucket", "SeqlockBucket", "FloatBucket"} {
+	for _, name := range []string{"RWBucket", "CASBucket", "RefillBucket", "RingRatio", "ActorThrottle", "SnapBucket", "SeqlockBucket", "FloatBucket",
+		"MutexInFlight", "PackedInFlight", "ActorInFlight", "FailsafeRuleInFlight"} {
 		if *controlOnly != "" && !slices.Contains(strings.Split(*controlOnly, ","), name) {
 			continue
 		}
@@ -55,6 +58,6 @@ func TestControlledPasses(t *testing.T) {
 			}
 			passed++
 		}
-		t.Logf("zoo.%-14s passed %d/%d (%v a run)", name, passed, *controlRuns, (time.Since(start) / time.Duration(*controlRuns)).Round(time.Millisecond))
+		t.Logf("zoo.%-20s passed %d/%d (%v a run)", name, passed, *controlRuns, (time.Since(start) / time.Duration(*controlRuns)).Round(time.Millisecond))
 	}
 }
