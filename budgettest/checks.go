@@ -723,9 +723,9 @@ func checkLeak[S any](t *testing.T, sub Subject[S]) error {
 }
 
 // inFlightRamp is the in-flight replay, drawn with the model's answers so
-// that it keeps the call structure: calls open one at a time up to 3000
-// in flight, each asking for a retry at once and ending at once if it is
-// denied, so that the retries granted follow the rule at every count of
+// that it keeps the call structure: 3000 calls open one at a time, each
+// asking for a retry at once and ending at once if it is denied, while
+// calls without a retry are kept in flight to some 750, so that the retries granted follow the rule at every count of
 // calls in flight; every fifth call a granted retry and its call end.
 // Then the calls end one at a time, each end followed by a new call's
 // request for a retry, so that the rule is followed down as well as up.

@@ -332,11 +332,17 @@ func focusStructured[S any](r Result[S], s Scenario, all Scenario) []Scenario {
 // 12 operations, that takes m from its initial state to target, if a
 // bounded breadth-first search finds one.
 func openPath[S any](m model.Model[S], target S) ([]model.Op, bool) {
+	return search(m, []model.Op{model.OpRequest, model.OpRetry(model.Transient), model.OpRetry(model.Throttled)}, target, 12)
+}
+
+// search returns a shortest sequence of at most depth operations drawn
+// from alphabet that takes m from its initial state to target, if a
+// breadth-first search of at most 50,000 expansions finds one.
+func search[S any](m model.Model[S], alphabet []model.Op, target S, depth int) ([]model.Op, bool) {
 	type node struct {
 		s    S
 		path []model.Op
 	}
-	alphabet := []model.Op{model.OpRequest, model.OpRetry(model.Transient), model.OpRetry(model.Throttled)}
 	seen := map[uint64][]S{}
 	visit := func(s S) bool {
 		h := m.Hash(s)
@@ -350,11 +356,14 @@ func openPath[S any](m model.Model[S], target S) ([]model.Op, bool) {
 	}
 	frontier := []node{{s: m.Init()}}
 	visit(m.Init())
-	for depth, expanded := 0, 0; depth <= 12 && len(frontier) > 0; depth++ {
+	for d, expanded := 0, 0; d <= depth && len(frontier) > 0; d++ {
 		var next []node
 		for _, n := range frontier {
 			if m.Equal(n.s, target) {
 				return n.path, true
+			}
+			if d == depth {
+				continue
 			}
 			for _, op := range alphabet {
 				if expanded++; expanded > 50_000 {
@@ -386,43 +395,8 @@ func shortPath[S any](m model.Model[S], ops []model.Op, target S) []model.Op {
 			alphabet = append(alphabet, op)
 		}
 	}
-	type node struct {
-		s    S
-		path []model.Op
-	}
-	seen := map[uint64][]S{}
-	visit := func(s S) bool {
-		h := m.Hash(s)
-		for _, o := range seen[h] {
-			if m.Equal(o, s) {
-				return false
-			}
-		}
-		seen[h] = append(seen[h], s)
-		return true
-	}
-	frontier := []node{{s: m.Init()}}
-	visit(m.Init())
-	for depth, expanded := 0, 0; depth <= 6 && len(frontier) > 0 && expanded < 50_000; depth++ {
-		var next []node
-		for _, n := range frontier {
-			if m.Equal(n.s, target) {
-				return n.path
-			}
-			if depth == 6 {
-				continue
-			}
-			for _, op := range alphabet {
-				if expanded++; expanded > 50_000 {
-					break
-				}
-				s, _ := m.Step(n.s, op)
-				if visit(s) {
-					next = append(next, node{s, append(slices.Clone(n.path), op)})
-				}
-			}
-		}
-		frontier = next
+	if path, ok := search(m, alphabet, target, 6); ok {
+		return path
 	}
 	reaches := func(ops []model.Op) bool {
 		s := m.Init()
