@@ -42,6 +42,11 @@ func TestNoAllocs(t *testing.T) {
 					bb.Available()
 				}
 			}},
+			{"Stats", func() {
+				if sb, ok := tt.b.(budget.StatsBudget); ok {
+					sb.Stats()
+				}
+			}},
 			{"Ends", func() {
 				if ib, ok := tt.b.(budget.InFlightBudget); ok {
 					ib.Request()

@@ -59,8 +59,9 @@ type InFlight struct {
 	// state holds the calls in flight in its high 32 bits and the
 	// retries in flight in its low 32 bits. It changes only by
 	// compare-and-swap.
-	state atomic.Uint64
-	_     cacheLinePad
+	state  atomic.Uint64
+	counts counts
+	_      cacheLinePad
 }
 
 var _ InFlightBudget = (*InFlight)(nil)
@@ -99,7 +100,12 @@ func (b *InFlight) Request() {
 // Retry grants a retry of a retry kind while the rule admits one more
 // retry in flight, and counts it in flight; a kind that is not a retry kind
 // is denied.
-func (b *InFlight) Retry(kind Kind) bool {
+func (b *InFlight) Retry(kind Kind) bool { return b.counts.count(b.retry(kind)) }
+
+// Stats returns the retries granted and denied so far.
+func (b *InFlight) Stats() Stats { return b.counts.stats() }
+
+func (b *InFlight) retry(kind Kind) bool {
 	if !kind.IsRetry() {
 		return false
 	}

@@ -94,6 +94,58 @@ type Retrier struct {
 	// Jitter, if set, picks a wait in [0, ceiling]. Nil means a uniform
 	// random pick. Tests use it to make waits exact.
 	Jitter func(ceiling time.Duration) time.Duration
+	// Hooks observe the calls: each attempt, each retry the budget grants
+	// or denies, each give-up. The zero Hooks observe nothing.
+	Hooks Hooks
+}
+
+// Hooks observe a Retrier's calls, for metrics and logs. Each field may be
+// nil. A hook runs on the goroutine that called [Retrier.Do], in the
+// order of the events, and the call waits for it: a hook must be quick and
+// must not call the Retrier back. The events carry values only, so a hook
+// that keeps one keeps no reference into the call.
+type Hooks struct {
+	// OnAttempt runs before each attempt starts, the first included.
+	OnAttempt func(ctx context.Context, a Attempt)
+	// OnRetry runs when a failed attempt is to be retried and the budget
+	// has answered, whether it granted the retry or not.
+	OnRetry func(ctx context.Context, e RetryEvent)
+	// OnGiveUp runs once when a call returns without a success: the
+	// operation's error was not retryable, the budget denied a retry or
+	// could not answer, the attempts or the time ran out, or ctx ended.
+	// It does not run for a call that ends by a panic or runtime.Goexit.
+	OnGiveUp func(ctx context.Context, e GiveUpEvent)
+}
+
+// A RetryEvent describes the budget's answer to one retry.
+type RetryEvent struct {
+	// Attempt is the attempt that failed; the retry would be attempt
+	// Attempt.N+1.
+	Attempt Attempt
+	// Kind is the retry's kind, Transient or Throttled.
+	Kind Kind
+	// Granted reports whether the budget granted the retry.
+	Granted bool
+	// Delay is the wait before the retry: the backoff or the server's
+	// delay, capped at MaxDelay. For a denied retry it is the wait the
+	// retry would have had.
+	Delay time.Duration
+	// Err is the error of the failed attempt; BudgetErr is the error of a
+	// ContextBudget that could not answer, else nil.
+	Err, BudgetErr error
+}
+
+// A GiveUpEvent describes a call that ended without a success.
+type GiveUpEvent struct {
+	// Attempts is the number of attempts the call started.
+	Attempts int
+	// Kind is the kind of retry the last failure called for, or
+	// FirstAttempt when it was not retryable.
+	Kind Kind
+	// Err is what [Retrier.Do] returns: test it with errors.Is for
+	// ErrDenied, ErrAttempts, ErrNoTime, ErrBudgetUnavailable or a context
+	// error to tell why.
+	Err error
 }
 
 // An Attempt tells the operation which attempt of a call it is running.
@@ -156,9 +208,18 @@ func (r *Retrier) Do(ctx context.Context, op func(ctx context.Context, a Attempt
 		// first attempt now, a granted retry from its grant.
 		open := &inFlightCall{b: ib, started: true}
 		defer open.end()
-		return r.loop(ctx, op, b, cb, maxAttempts, start, a, open)
+		return r.gaveUp(ctx, r.loop(ctx, op, b, cb, maxAttempts, start, a, open))
 	}
-	return r.loop(ctx, op, b, cb, maxAttempts, start, a, nil)
+	return r.gaveUp(ctx, r.loop(ctx, op, b, cb, maxAttempts, start, a, nil))
+}
+
+// gaveUp reports a call that ended without success to OnGiveUp, and
+// returns its error.
+func (r *Retrier) gaveUp(ctx context.Context, e GiveUpEvent) error {
+	if e.Err != nil && r.Hooks.OnGiveUp != nil {
+		r.Hooks.OnGiveUp(ctx, e)
+	}
+	return e.Err
 }
 
 // inFlightCall tracks, for an InFlightBudget, the attempt a call has
@@ -192,14 +253,18 @@ func (c *inFlightCall) end() {
 }
 
 func (r *Retrier) loop(ctx context.Context, op func(ctx context.Context, a Attempt) error, b Budget, cb ContextBudget,
-	maxAttempts int, start time.Time, a Attempt, open *inFlightCall) error {
+	maxAttempts int, start time.Time, a Attempt, open *inFlightCall) GiveUpEvent {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
+	h := &r.Hooks
 	for {
+		if h.OnAttempt != nil {
+			h.OnAttempt(ctx, a)
+		}
 		err := op(ctx, a)
 		if err == nil {
 			if cb != nil {
@@ -208,36 +273,41 @@ func (r *Retrier) loop(ctx context.Context, op func(ctx context.Context, a Attem
 				b.Success(a.Kind)
 			}
 			open.attemptEnded()
-			return nil
+			return GiveUpEvent{}
 		}
 		open.attemptEnded()
 		if ctx.Err() != nil {
-			return errors.Join(ctx.Err(), err)
+			return GiveUpEvent{a.N, FirstAttempt, errors.Join(ctx.Err(), err)}
 		}
 		kind, retryable := r.classify(err)
 		if !retryable {
-			return err
+			return GiveUpEvent{a.N, FirstAttempt, err}
 		}
 		if a.N >= maxAttempts {
-			return fmt.Errorf("%w after %d attempts: %w", ErrAttempts, a.N, err)
+			return GiveUpEvent{a.N, kind, fmt.Errorf("%w after %d attempts: %w", ErrAttempts, a.N, err)}
 		}
 		wait := r.wait(a.N, err)
 		if r.tooLate(ctx, start, wait) {
-			return fmt.Errorf("%w (next wait %v): %w", ErrNoTime, wait, err)
+			return GiveUpEvent{a.N, kind, fmt.Errorf("%w (next wait %v): %w", ErrNoTime, wait, err)}
 		}
+		var granted bool
+		var berr error
 		if cb != nil {
-			granted, berr := cb.RetryContext(ctx, kind)
-			if !granted && berr != nil {
+			granted, berr = cb.RetryContext(ctx, kind)
+		} else {
+			granted = b.Retry(kind)
+		}
+		if h.OnRetry != nil {
+			h.OnRetry(ctx, RetryEvent{Attempt: a, Kind: kind, Granted: granted, Delay: wait, Err: err, BudgetErr: berr})
+		}
+		if !granted {
+			if berr != nil {
 				if cerr := ctx.Err(); cerr != nil {
-					return errors.Join(cerr, err)
+					return GiveUpEvent{a.N, kind, errors.Join(cerr, err)}
 				}
-				return fmt.Errorf("%w after %d attempts: %w; the budget: %w", ErrBudgetUnavailable, a.N, err, berr)
+				return GiveUpEvent{a.N, kind, fmt.Errorf("%w after %d attempts: %w; the budget: %w", ErrBudgetUnavailable, a.N, err, berr)}
 			}
-			if !granted {
-				return fmt.Errorf("%w after %d attempts: %w", ErrDenied, a.N, err)
-			}
-		} else if !b.Retry(kind) {
-			return fmt.Errorf("%w after %d attempts: %w", ErrDenied, a.N, err)
+			return GiveUpEvent{a.N, kind, fmt.Errorf("%w after %d attempts: %w", ErrDenied, a.N, err)}
 		}
 		open.retryStarted(kind)
 		if wait > 0 {
@@ -248,7 +318,7 @@ func (r *Retrier) loop(ctx context.Context, op func(ctx context.Context, a Attem
 			}
 			select {
 			case <-ctx.Done():
-				return errors.Join(ctx.Err(), err)
+				return GiveUpEvent{a.N, kind, errors.Join(ctx.Err(), err)}
 			case <-timer.C:
 			}
 		}
@@ -256,13 +326,13 @@ func (r *Retrier) loop(ctx context.Context, op func(ctx context.Context, a Attem
 		// by the clock as well, since a deadline that has just passed may
 		// not have cancelled the context yet.
 		if cerr := ctx.Err(); cerr != nil {
-			return errors.Join(cerr, err)
+			return GiveUpEvent{a.N, kind, errors.Join(cerr, err)}
 		}
 		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-			return errors.Join(context.DeadlineExceeded, err)
+			return GiveUpEvent{a.N, kind, errors.Join(context.DeadlineExceeded, err)}
 		}
 		if r.MaxElapsed > 0 && time.Since(start) >= r.MaxElapsed {
-			return fmt.Errorf("%w (MaxElapsed %v): %w", ErrNoTime, r.MaxElapsed, err)
+			return GiveUpEvent{a.N, kind, fmt.Errorf("%w (MaxElapsed %v): %w", ErrNoTime, r.MaxElapsed, err)}
 		}
 		a.N++
 		a.Kind = kind

@@ -55,7 +55,10 @@ type SlotCount struct {
 	Retries  int64
 }
 
-var _ Model[RatioState] = Ratio{}
+var (
+	_ Model[RatioState]    = Ratio{}
+	_ Balancer[RatioState] = Ratio{}
+)
 
 // Init returns an empty window at time 0.
 func (m Ratio) Init() RatioState { return RatioState{} }
@@ -130,6 +133,26 @@ func add(w []SlotCount, n, reqs, retries int64) []SlotCount {
 		return out
 	}
 	return append(out, SlotCount{Slot: n, Requests: reqs, Retries: retries})
+}
+
+// Balance returns, in milli-units, how many more retries the window would
+// grant as of its clock's reading: max(Floor, ⌊PPM × requests / 1e6⌋ +
+// Reserve) minus the retries in the window, or 0. It is what
+// budget.Ratio's Available reports.
+func (m Ratio) Balance(s RatioState) int64 {
+	s = m.slide(s)
+	var reqs, retries int64
+	for _, c := range s.Window {
+		reqs += c.Requests
+		retries += c.Retries
+	}
+	hi, lo := bits.Mul64(uint64(reqs), uint64(m.PPM))
+	allowed, _ := bits.Div64(hi, lo, 1_000_000)
+	limit := max(uint64(m.Floor), allowed+uint64(m.Reserve))
+	if uint64(retries) >= limit {
+		return 0
+	}
+	return int64(limit-uint64(retries)) * 1000
 }
 
 // Equal reports whether a and b hold the same clock and counts.

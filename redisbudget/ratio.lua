@@ -1,5 +1,7 @@
 -- One call of a sliding-window ratio budget, atomic in the server.
--- KEYS[1]: the budget's hash; KEYS[2], if given, a test clock (ns). ARGV: op ("request" or "retry"), slot width
+-- KEYS[1]: the budget's hash; KEYS[2], if given, a test clock (ns). ARGV: op ("request", "retry",
+-- or "peek", which writes nothing and returns how many retries the window
+-- would grant now), slot width
 -- (ns), slots, ratio (parts per million), floor, now (ns, or "" to read the
 -- server's TIME), idle TTL (ms), the configuration's fingerprint.
 -- Fields: l latest instant seen (ns since the origin), o origin (server
@@ -16,6 +18,7 @@
 -- doubles hold it exactly, however long a key is in use.
 local key = KEYS[1]
 local op = ARGV[1]
+local peek = op == 'peek'
 local width, size, ppm, floor, ttl, fp = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7]), ARGV[8]
 local E9 = 1000000000
 local function fdiv(a, b) -- floor(a / b), exactly, for integers below 2^53
@@ -104,9 +107,14 @@ if now > last then
         reqs = reqs - (parse(qi, slot[2]) or 0)
         rets = rets - (parse(ri, slot[3]) or 0)
       end
-      redis.call('HSET', key, ni, head, qi, 0, ri, 0)
+      if not peek then redis.call('HSET', key, ni, head, qi, 0, ri, 0) end
     end
   end
+end
+if peek then
+  -- The window as of now, computed above without a write.
+  local limit = math.max(floor, fdiv((reqs or 0) * ppm, 1000000))
+  return math.max(limit - (rets or 0), 0)
 end
 if head > 2^50 then
   -- Renumber the slots by a multiple of size, which keeps every slot at

@@ -254,6 +254,22 @@ func (c *Config) keys(key string) []string {
 }
 
 // errs counts and reports failed calls.
+// counts are a budget's answers to RetryContext in this process.
+type counts struct{ granted, denied atomic.Uint64 }
+
+func (c *counts) count(ok bool) bool {
+	if ok {
+		c.granted.Add(1)
+	} else {
+		c.denied.Add(1)
+	}
+	return ok
+}
+
+func (c *counts) stats() budget.Stats {
+	return budget.Stats{Granted: c.granted.Load(), Denied: c.denied.Load()}
+}
+
 type errs struct {
 	n       atomic.Uint64
 	onError func(error)
@@ -296,12 +312,17 @@ type TokenBucket struct {
 	fleet    bool                // FleetSize is set: a failed call asks the fallback
 	fbDeny   [3]bool             // by kind: the kinds whose cost is over the share
 	errs     errs
+	counts   counts
 	// fingerprint names the settings; the key keeps the one that made it,
 	// and a call with another fails with ErrConfigMismatch.
 	fingerprint string
 }
 
-var _ budget.ContextBudget = (*TokenBucket)(nil)
+var (
+	_ budget.ContextBudget   = (*TokenBucket)(nil)
+	_ budget.StatsBudget     = (*TokenBucket)(nil)
+	_ budget.ContextBalancer = (*TokenBucket)(nil)
+)
 
 // NewTokenBucket returns a TokenBucket named c.Name with the settings of b,
 // which must be valid for budget.NewTokenBucket and hold at most 9000
@@ -381,6 +402,11 @@ func (t *TokenBucket) Retry(k budget.Kind) bool {
 // ctx. If the call fails, the retry is denied (or decided by the fallback)
 // and the error, wrapping ErrUnavailable, is returned and reported.
 func (t *TokenBucket) RetryContext(ctx context.Context, k budget.Kind) (bool, error) {
+	ok, err := t.retry(ctx, k)
+	return t.counts.count(ok), err
+}
+
+func (t *TokenBucket) retry(ctx context.Context, k budget.Kind) (bool, error) {
 	if !k.IsRetry() {
 		return false, nil
 	}
@@ -392,6 +418,22 @@ func (t *TokenBucket) RetryContext(ctx context.Context, k budget.Kind) (bool, er
 		return false, err
 	}
 	return res == 1, nil
+}
+
+// Stats returns the retries this process's TokenBucket granted and denied,
+// the fallback's answers included; other processes keep their own.
+func (t *TokenBucket) Stats() budget.Stats { return t.counts.stats() }
+
+// AvailableContext reads the shared balance in tokens, with the refill due
+// by now, within CallTimeout and ctx; it changes nothing in Redis. A key
+// that does not exist yet reads as a full bucket. Use it for metrics,
+// never to decide a retry.
+func (t *TokenBucket) AvailableContext(ctx context.Context) (float64, error) {
+	m, err := t.run(ctx, "peek", 0)
+	if err != nil {
+		return 0, err
+	}
+	return float64(m) / 1000, nil
 }
 
 // Success is SuccessContext with a background context.
@@ -438,11 +480,16 @@ type Ratio struct {
 	floor    int64
 	fallback *budget.Ratio
 	errs     errs
+	counts   counts
 	// fingerprint: as TokenBucket's.
 	fingerprint string
 }
 
-var _ budget.ContextBudget = (*Ratio)(nil)
+var (
+	_ budget.ContextBudget   = (*Ratio)(nil)
+	_ budget.StatsBudget     = (*Ratio)(nil)
+	_ budget.ContextBalancer = (*Ratio)(nil)
+)
 
 // NewRatio returns a Ratio named c.Name with the settings of r, which must
 // be valid for budget.NewRatio and have at most 1024 slots. r.Clock is
@@ -503,6 +550,27 @@ func (r *Ratio) Retry(k budget.Kind) bool {
 // max(Floor, Ratio × requests). If the call fails, the retry is denied (or
 // decided by the fallback) and the error is returned and reported.
 func (r *Ratio) RetryContext(ctx context.Context, k budget.Kind) (bool, error) {
+	ok, err := r.retry(ctx, k)
+	return r.counts.count(ok), err
+}
+
+// Stats returns the retries this process's Ratio granted and denied, the
+// fallback's answers included; other processes keep their own.
+func (r *Ratio) Stats() budget.Stats { return r.counts.stats() }
+
+// AvailableContext reads how many more retries the shared window would
+// grant now, max(Floor, Ratio × requests) minus the retries in it, within
+// CallTimeout and ctx; it changes nothing in Redis. Use it for metrics,
+// never to decide a retry.
+func (r *Ratio) AvailableContext(ctx context.Context) (float64, error) {
+	n, err := r.run(ctx, "peek")
+	if err != nil {
+		return 0, err
+	}
+	return float64(n), nil
+}
+
+func (r *Ratio) retry(ctx context.Context, k budget.Kind) (bool, error) {
 	if !k.IsRetry() {
 		return false, nil
 	}

@@ -101,6 +101,16 @@ func (f failOnError) Request()                 { f.b.Request(); f.check() }
 func (f failOnError) Retry(k budget.Kind) bool { ok := f.b.Retry(k); f.check(); return ok }
 func (f failOnError) Success(k budget.Kind)    { f.b.Success(k); f.check() }
 
+// Available reads the shared balance, so that the sequential check compares
+// AvailableContext with the model's balance after every operation.
+func (f failOnError) Available() float64 {
+	v, err := f.b.(budget.ContextBalancer).AvailableContext(context.Background())
+	if err != nil {
+		f.t.Fatalf("AvailableContext on a healthy server: %v", err)
+	}
+	return v
+}
+
 // A call gives up within its timeout, plus a little, while the server is
 // stopped, and the retry is denied and reported.
 func TestCallsReturnWhileTheServerIsStopped(t *testing.T) {
@@ -567,5 +577,56 @@ func TestTokenBucketMovesItsOrigin(t *testing.T) {
 		if s := f["s"]; s <= 0 || s > 1<<52 {
 			t.Errorf("latest instant %d ns after the origin, want it moved below 2^52", s)
 		}
+	}
+}
+
+// Stats counts the answers of one process; the balance is shared.
+func TestStatsAndAvailable(t *testing.T) {
+	s := startServer(t)
+	client := s.client(t)
+	ctx := context.Background()
+	name := fresh("stats")
+	cfg := budget.TokenBucketConfig{Capacity: 2, TransientCost: 1, ThrottledCost: 1}
+	a, err := redisbudget.NewTokenBucket(redisbudget.Config{Client: client, Name: name}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := redisbudget.NewTokenBucket(redisbudget.Config{Client: client, Name: name}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := a.AvailableContext(ctx); v != 2 || err != nil {
+		t.Errorf("AvailableContext of a new key = %v, %v; want 2, nil", v, err)
+	}
+	a.Retry(budget.Transient)
+	b.Retry(budget.Transient)
+	b.Retry(budget.Transient)
+	if got, want := a.Stats(), (budget.Stats{Granted: 1}); got != want {
+		t.Errorf("a.Stats() = %+v, want %+v", got, want)
+	}
+	if got, want := b.Stats(), (budget.Stats{Granted: 1, Denied: 1}); got != want {
+		t.Errorf("b.Stats() = %+v, want %+v", got, want)
+	}
+	if v, err := b.AvailableContext(ctx); v != 0 || err != nil {
+		t.Errorf("AvailableContext after two grants = %v, %v; want 0, nil", v, err)
+	}
+
+	r, err := redisbudget.NewRatio(redisbudget.Config{Client: client, Name: fresh("stats")}, budget.RatioConfig{Ratio: 0.5, Window: time.Minute, Slots: 6, Floor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		r.Request()
+	}
+	r.Retry(budget.Transient)
+	if v, err := r.AvailableContext(ctx); v != 1 || err != nil {
+		t.Errorf("Ratio.AvailableContext = %v, %v; want 1 (half of 4, less 1), nil", v, err)
+	}
+	if got, want := r.Stats(), (budget.Stats{Granted: 1}); got != want {
+		t.Errorf("Ratio.Stats() = %+v, want %+v", got, want)
+	}
+	s.kill()
+	if _, err := r.AvailableContext(ctx); !errors.Is(err, redisbudget.ErrUnavailable) {
+		t.Errorf("AvailableContext with the server down: %v, want ErrUnavailable", err)
 	}
 }

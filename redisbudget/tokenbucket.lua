@@ -1,5 +1,6 @@
 -- One call of a token-bucket retry budget, atomic in the server.
--- KEYS[1]: the budget's hash; KEYS[2], if given, a test clock (ns). ARGV: op ("retry" or "credit"),
+-- KEYS[1]: the budget's hash; KEYS[2], if given, a test clock (ns). ARGV: op ("retry", "credit", or
+-- "peek", which writes nothing and returns the balance as of now),
 -- amount (milli-tokens), capacity, refill (milli-tokens per second), now
 -- (ns, or "" to read the server's TIME), idle TTL (ms), the configuration's
 -- fingerprint.
@@ -82,6 +83,7 @@ if rate > 0 and now > seen then
     end
   end
 end
+if op == 'peek' then return tokens end
 local granted = 0
 if op == 'retry' then
   if tokens >= amount then

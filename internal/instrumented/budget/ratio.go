@@ -75,6 +75,7 @@ type Ratio struct {
 	slots   []ratioSlot
 	reqs    int64 // requests in the window
 	retries int64 // retries in the window
+	counts  counts
 }
 
 // ratioSlot holds the counts of one slot of time. Its number says which:
@@ -148,7 +149,12 @@ func (r *Ratio) Request() {
 // Retry reports whether one more retry keeps the window within
 // max(Floor, Ratio × requests), and counts it if so. A kind that is not a
 // retry kind is denied and counted nowhere.
-func (r *Ratio) Retry(kind Kind) bool {
+func (r *Ratio) Retry(kind Kind) bool { return r.counts.count(r.retry(kind)) }
+
+// Stats returns the retries granted and denied so far.
+func (r *Ratio) Stats() Stats { return r.counts.stats() }
+
+func (r *Ratio) retry(kind Kind) bool {
 	if !kind.IsRetry() || ryield.P(r.slots) == nil {
 		return false
 	}
@@ -163,6 +169,37 @@ func (r *Ratio) Retry(kind Kind) bool {
 	ryield.Point()
 	r.retries = ryield.P(r.retries + 1)
 	return true
+}
+
+// Available returns how many more retries the window would grant now:
+// max(Floor, Ratio × requests) minus the retries in it, or 0, as of the
+// clock's reading now. It changes nothing, so it takes time linear in
+// Slots when the window has moved since the last Request or Retry. By the
+// time it returns, other goroutines may have changed it; use it for
+// metrics, never to decide a retry.
+func (r *Ratio) Available() float64 {
+	if ryield.P(r.slots) == nil {
+		return 0
+	}
+	ryield.M(&r.mu).Lock()
+	defer ryield.M(&r.mu).Unlock()
+	reqs, retries := ryield.P(r.reqs), ryield.P(r.retries)
+	if now := r.clock.Now(); now > ryield.P(r.last) {
+		if h := floorDiv(int64(now), ryield.P(r.width)); h != ryield.P(r.head) {
+			reqs, retries = 0, 0
+			for i := range ryield.P(r.slots) {
+				if s := &r.slots[i]; r.inWindow(ryield.P(s.n), h) && r.inWindow(ryield.P(s.n), ryield.P(r.head)) {
+					reqs += ryield.P(s.reqs)
+					retries += ryield.P(s.retries)
+				}
+			}
+		}
+	}
+	limit := max(ryield.P(r.floor), reqs/ppm*ryield.P(r.ratio)+reqs%ppm*ryield.P(r.ratio)/ppm)
+	if retries >= limit {
+		return 0
+	}
+	return float64(limit - retries)
 }
 
 // Success does nothing: a Ratio recovers as its window slides.

@@ -34,6 +34,7 @@ type Throttle struct {
 
 	_      cacheLinePad
 	tokens atomic.Int64 // milli-tokens
+	counts counts
 	_      cacheLinePad
 }
 
@@ -68,7 +69,12 @@ func (t *Throttle) Request() {}
 // Retry takes one token for a retryable failure of the given kind and
 // reports whether more than half of maxTokens remain. A kind that is not a
 // retry kind is denied and takes nothing.
-func (t *Throttle) Retry(kind Kind) bool {
+func (t *Throttle) Retry(kind Kind) bool { return t.counts.count(t.retry(kind)) }
+
+// Stats returns the retries granted and denied so far.
+func (t *Throttle) Stats() Stats { return t.counts.stats() }
+
+func (t *Throttle) retry(kind Kind) bool {
 	if !kind.IsRetry() {
 		return false
 	}

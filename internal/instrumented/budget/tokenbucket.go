@@ -87,6 +87,7 @@ type TokenBucket struct {
 	// tokens is the balance in milli-tokens. Without refill it is changed
 	// only by compare-and-swap; with refill only while mu is held.
 	tokens atomic.Int64
+	counts counts
 	_      cacheLinePad
 
 	mu   sync.Mutex    // guards acc and last; used only with refill
@@ -147,7 +148,12 @@ func (b *TokenBucket) Request() {}
 // Retry withdraws the cost of a retry of the given kind and reports true, or
 // reports false and changes nothing when the balance is short or kind is not
 // a retry kind.
-func (b *TokenBucket) Retry(kind Kind) bool {
+func (b *TokenBucket) Retry(kind Kind) bool { return b.counts.count(b.retry(kind)) }
+
+// Stats returns the retries granted and denied so far.
+func (b *TokenBucket) Stats() Stats { return b.counts.stats() }
+
+func (b *TokenBucket) retry(kind Kind) bool {
 	if !kind.IsRetry() {
 		return false
 	}
