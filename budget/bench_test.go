@@ -2,6 +2,7 @@ package budget_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -231,4 +232,53 @@ func BenchmarkRetrierSuccess(b *testing.B) {
 			}
 		})
 	})
+}
+
+// BenchmarkKeyedHit measures a keyed budget's hit path against a plain
+// budget: each operation is a retry and its success on a TokenBucket,
+// Plain on the bucket itself, Keyed after a Get of a key already held (one
+// of 100), KeyedIdle the same with IdleTimeout, which reads the clock on
+// every Get.
+func BenchmarkKeyedHit(b *testing.B) {
+	newTB := func(string) (*budget.TokenBucket, error) {
+		return budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+	}
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("service-%d.internal", i)
+	}
+	b.Run("Plain", func(b *testing.B) {
+		tb, _ := newTB("")
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if tb.Retry(budget.Transient) {
+					tb.Success(budget.Transient)
+				}
+			}
+		})
+	})
+	for _, idle := range []time.Duration{0, time.Minute} {
+		name := "Keyed"
+		if idle > 0 {
+			name = "KeyedIdle"
+		}
+		b.Run(name, func(b *testing.B) {
+			k, _ := budget.NewKeyed(budget.KeyedConfig[string, *budget.TokenBucket]{New: newTB, IdleTimeout: idle})
+			for _, key := range keys {
+				_, _ = k.Get(key)
+			}
+			var next atomic.Uint64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				key := keys[next.Add(1)%uint64(len(keys))] // each goroutine its own key, as calls to one host
+				for pb.Next() {
+					tb, _ := k.Get(key)
+					if tb.Retry(budget.Transient) {
+						tb.Success(budget.Transient)
+					}
+				}
+			})
+		})
+	}
 }

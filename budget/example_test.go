@@ -188,3 +188,68 @@ func ExampleNewInFlight() {
 	// retries in flight with 20 calls: 4
 	// after one ended: true
 }
+
+// One budget per destination host, built on first use: a failing host
+// spends its own budget and leaves the others theirs.
+func ExampleNewKeyed() {
+	perHost, err := budget.NewKeyed(budget.KeyedConfig[string, *budget.TokenBucket]{
+		New: func(host string) (*budget.TokenBucket, error) {
+			return budget.NewTokenBucket(budget.TokenBucketConfig{Capacity: 2, TransientCost: 1, ThrottledCost: 1})
+		},
+		MaxKeys:     10_000,
+		IdleTimeout: 10 * time.Minute,
+	})
+	if err != nil {
+		panic(err)
+	}
+	call := func(host string) error {
+		b, err := perHost.Get(host)
+		if err != nil {
+			return err
+		}
+		r := &budget.Retrier{Budget: b, MaxAttempts: 10, Jitter: func(time.Duration) time.Duration { return 0 }}
+		return r.Do(context.Background(), func(ctx context.Context, a budget.Attempt) error {
+			if host == "down.example" {
+				return errors.New("connection refused")
+			}
+			return nil
+		})
+	}
+	fmt.Println(call("down.example"))
+	fmt.Println(call("up.example"))
+	down, _ := perHost.Get("down.example")
+	up, _ := perHost.Get("up.example")
+	fmt.Println(down.Available(), up.Available(), perHost.Len())
+	// Output:
+	// budget: retry denied after 3 attempts: connection refused
+	// <nil>
+	// 0 2 2
+}
+
+// Hooks see every attempt, every answer of the budget and every give-up:
+// here they log, and a budget's Stats count its answers.
+func ExampleHooks() {
+	tb, _ := budget.NewTokenBucket(budget.TokenBucketConfig{Capacity: 1, TransientCost: 1, ThrottledCost: 1})
+	r := &budget.Retrier{
+		Budget: tb,
+		Jitter: func(time.Duration) time.Duration { return 0 },
+		Hooks: budget.Hooks{
+			OnAttempt: func(_ context.Context, a budget.Attempt) { fmt.Println("attempt", a.N, a.Kind) },
+			OnRetry: func(_ context.Context, e budget.RetryEvent) {
+				fmt.Println("retry", e.Kind, "granted:", e.Granted, "after", e.Delay)
+			},
+			OnGiveUp: func(_ context.Context, e budget.GiveUpEvent) {
+				fmt.Println("gave up after", e.Attempts, "attempts, denied:", errors.Is(e.Err, budget.ErrDenied))
+			},
+		},
+	}
+	_ = r.Do(context.Background(), func(context.Context, budget.Attempt) error { return errors.New("unavailable") })
+	fmt.Printf("%+v\n", tb.Stats())
+	// Output:
+	// attempt 1 first
+	// retry transient granted: true after 0s
+	// attempt 2 transient
+	// retry transient granted: false after 0s
+	// gave up after 2 attempts, denied: true
+	// {Granted:1 Denied:1}
+}
