@@ -1,0 +1,33 @@
+package grpcbudget_test
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/grpcbudget"
+)
+
+// A successful unary call costs the interceptor two allocations: the
+// trailer that each attempt's grpc.Trailer option fills in, and the call's
+// options with that one appended.
+func TestUnaryAllocs(t *testing.T) {
+	tb, err := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	intercept := grpcbudget.UnaryClientInterceptor(&budget.Retrier{Budget: tb})
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	ctx := context.Background()
+	opts := []grpc.CallOption{grpc.WaitForReady(true)}
+	n := testing.AllocsPerRun(1000, func() {
+		if err := intercept(ctx, "/m", nil, nil, nil, invoker, opts...); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 2 {
+		t.Errorf("a successful call allocates %v times; want at most 2", n)
+	}
+}

@@ -1,0 +1,131 @@
+package grpcbudget
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/retrybudget/retrybudget/budget"
+)
+
+// PushbackKey is the trailer in which a server tells the client when to
+// retry (gRFC A6): a non-negative integer, in milliseconds, means retry
+// after exactly that long; a negative or unreadable value, or more than one
+// value, means do not retry.
+const PushbackKey = "grpc-retry-pushback-ms"
+
+// An attemptError is a failed attempt's error with the interceptor's
+// verdict on it, which classify hands the Retrier. It reads as the
+// attempt's error.
+type attemptError struct {
+	err  error
+	kind budget.Kind // Transient or Throttled; anything else is not retried
+}
+
+func (e *attemptError) Error() string { return e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// A pushbackError is a retryable attemptError after which the server asked
+// for a delay: its RetryAfter method replaces the Retrier's backoff, up to
+// the Retrier's MaxDelay.
+type pushbackError struct {
+	attemptError
+	after time.Duration
+}
+
+func (e *pushbackError) RetryAfter() time.Duration { return e.after }
+func (e *pushbackError) Unwrap() error             { return &e.attemptError }
+
+// classify is the Retrier's Classifier: it reads the verdict the attempt
+// left on its error. An error without one is not retried.
+func classify(err error) (budget.Kind, bool) {
+	var e *attemptError
+	if errors.As(err, &e) {
+		return e.kind, e.kind.IsRetry()
+	}
+	return budget.FirstAttempt, false
+}
+
+// attemptError gives err, an attempt's error, its verdict: by its status
+// code, then by the pushback in trailer, if any.
+func (c *config) attemptError(err error, trailer metadata.MD) error {
+	kind, ok := c.codes[status.Code(err)]
+	if !ok || !kind.IsRetry() {
+		return &attemptError{err: err, kind: budget.FirstAttempt}
+	}
+	after, present, retry := pushback(trailer)
+	switch {
+	case !retry:
+		return &attemptError{err: err, kind: budget.FirstAttempt}
+	case present:
+		return &pushbackError{attemptError{err: err, kind: kind}, after}
+	}
+	return &attemptError{err: err, kind: kind}
+}
+
+// pushback reads the server's pushback from trailer: whether there is one,
+// the delay it asks for, and whether it allows a retry.
+func pushback(trailer metadata.MD) (after time.Duration, present, retry bool) {
+	v := trailer.Get(PushbackKey)
+	switch len(v) {
+	case 0:
+		return 0, false, true
+	case 1:
+	default:
+		return 0, true, false
+	}
+	ms, err := strconv.ParseInt(v[0], 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange) && ms > 0:
+		return math.MaxInt64, true, true // the Retrier caps it at MaxDelay
+	case err != nil || ms < 0:
+		return 0, true, false
+	case ms > math.MaxInt64/int64(time.Millisecond):
+		return math.MaxInt64, true, true
+	}
+	return time.Duration(ms) * time.Millisecond, true, true
+}
+
+// result turns what Retrier.Do returned for a call on ctx into what the
+// call returns: an attempt's own error when it was not retried; for a call
+// whose context ended, an error with the context's status code.
+func result(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return &contextError{err: err, code: status.FromContextError(cerr).Code()}
+	}
+	switch e := err.(type) {
+	case *attemptError:
+		return e.err
+	case *pushbackError:
+		return e.err
+	}
+	return err
+}
+
+// A contextError is the outcome of a call whose context ended: its status
+// code is the context's (CANCELLED or DEADLINE_EXCEEDED), as a call without
+// the interceptor would have, and it wraps what Retrier.Do returned: the
+// context's error, and the last attempt's error if there was an attempt.
+type contextError struct {
+	err  error
+	code codes.Code
+}
+
+func (e *contextError) Error() string {
+	return "grpcbudget: " + strings.ReplaceAll(e.err.Error(), "\n", "; ")
+}
+
+func (e *contextError) Unwrap() error { return e.err }
+
+// GRPCStatus returns the context's status, for package status.
+func (e *contextError) GRPCStatus() *status.Status { return status.New(e.code, e.Error()) }

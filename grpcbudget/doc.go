@@ -1,0 +1,46 @@
+// Package grpcbudget retries gRPC client calls under a retry budget: client
+// interceptors that run each call through a [budget.Retrier].
+//
+// It is a module of its own, so that a program that imports package budget
+// never downloads grpc-go.
+//
+// The pieces fit together like this:
+//
+//   - [UnaryClientInterceptor] runs each unary call under [budget.Retrier.Do]
+//     with the call's context; each attempt calls the invoker with the
+//     attempt's context.
+//   - [StreamClientInterceptor] does the same for streams whose client sends
+//     one message (server-streaming calls), up to the first response: it
+//     opens the stream again and resends the request only while nothing of
+//     the response has arrived. Client-streaming and bidirectional streams
+//     pass through, never retried.
+//   - The interceptors classify by status code: UNAVAILABLE is retried as
+//     [budget.Transient], RESOURCE_EXHAUSTED as [budget.Throttled], every
+//     other code (CANCELLED and DEADLINE_EXCEEDED included) is not retried.
+//     [WithCodes] changes the set.
+//   - The server's pushback (gRFC A6), the trailer grpc-retry-pushback-ms, is
+//     honoured: a non-negative number of milliseconds replaces the backoff
+//     before the retry; a negative or unreadable value stops the retries.
+//   - [WithBudgetFor] picks the budget per call, for a budget per
+//     destination.
+//
+// Typical use shares one Retrier, and its budget, per dependency:
+//
+//	tb, err := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+//	...
+//	r := &budget.Retrier{Budget: tb}
+//	conn, err := grpc.NewClient(target,
+//		grpc.WithTransportCredentials(creds),
+//		grpc.WithUnaryInterceptor(grpcbudget.UnaryClientInterceptor(r)),
+//		grpc.WithStreamInterceptor(grpcbudget.StreamClientInterceptor(r)))
+//
+// The interceptors do the work of grpc-go's own retry policy (a service
+// config's retryPolicy); use one or the other, not both, or each attempt of
+// one becomes several of the other.
+//
+// When a call gives up, it returns the last attempt's error, wrapped: test
+// it with [status.Code] for the gRPC code, and with [errors.Is] for
+// [budget.ErrDenied] and the Retrier's other reasons. A call whose context
+// ends returns an error whose code is CANCELLED or DEADLINE_EXCEEDED, as
+// without the interceptor, and which wraps the context's error.
+package grpcbudget
