@@ -37,15 +37,6 @@ func (v keyView[B]) Retry(k budget.Kind) bool { return v.get().Retry(k) }
 func (v keyView[B]) Success(k budget.Kind)    { v.get().Success(k) }
 func (v keyView[B]) Available() float64       { return any(v.get()).(budget.Balancer).Available() }
 
-// inFlightKeyView is a keyView of in-flight budgets.
-type inFlightKeyView struct{ keyView[*budget.InFlight] }
-
-func (v inFlightKeyView) AttemptEnd(k budget.Kind) { v.get().AttemptEnd(k) }
-func (v inFlightKeyView) CallEnd()                 { v.get().CallEnd() }
-
-// newKeyed returns a Keyed of budgets built by newB on c, with key's
-// budget built now: the checks' model starts when the factory is called,
-// and a budget built on its first use would start at that call's instant.
 func newKeyed[B budget.Budget](newB func(budget.Clock) B, c budget.Clock, key string) *budget.Keyed[string, B] {
 	k, err := budget.NewKeyed(budget.KeyedConfig[string, B]{New: func(string) (B, error) { return newB(c), nil }})
 	if err != nil {
@@ -57,8 +48,8 @@ func newKeyed[B budget.Budget](newB func(budget.Clock) B, c budget.Clock, key st
 	return k
 }
 
-// One key's budget of a Keyed passes the suite as the budget itself does:
-// a refilling TokenBucket on the checks' clock, and an InFlight.
+// One key's budget of a Keyed, a refilling TokenBucket on the checks'
+// clock, passes the suite as the budget itself does.
 func TestKeyedBudgetConforms(t *testing.T) {
 	tm := seqcheck.TokenBucketTiming(refill)
 	t.Run("TokenBucketRefill", func(t *testing.T) {
@@ -76,22 +67,6 @@ func TestKeyedBudgetConforms(t *testing.T) {
 				return keyView[*budget.TokenBucket]{newKeyed(newTB, c, "api.example.com"), "api.example.com"}
 			},
 			Scale: tm.Scale, Horizon: tm.Horizon,
-		})
-	})
-	t.Run("InFlight", func(t *testing.T) {
-		budgettest.Run(t, budgettest.Subject[model.InFlightState]{
-			Name:  "budget.Keyed[budget.InFlight]",
-			Model: envoy,
-			New: func(_ *testing.T, c budget.Clock) budget.Budget {
-				newIF := func(budget.Clock) *budget.InFlight {
-					b, err := budget.NewInFlight(budget.DefaultInFlightConfig())
-					if err != nil {
-						panic(err)
-					}
-					return b
-				}
-				return inFlightKeyView{keyView[*budget.InFlight]{newKeyed(newIF, c, "api.example.com"), "api.example.com"}}
-			},
 		})
 	})
 }
