@@ -1,0 +1,141 @@
+package httpbudget
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
+)
+
+// readAheadLimit bounds how much of a retried response's body the
+// Transport reads before the backoff wait: a body that fits is read to its
+// end, which frees the connection.
+const readAheadLimit = 4 << 10
+
+// statusKind returns the retry kind for a response of status code, and
+// whether the response is a failure at all (a 4xx or 5xx status). A failure
+// of kind budget.FirstAttempt is not retried.
+func statusKind(code int) (kind budget.Kind, fails bool) {
+	switch code {
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		return budget.Transient, true
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return budget.Throttled, true
+	}
+	return budget.FirstAttempt, code >= 400
+}
+
+// A failure is an attempt's error with the Transport's verdict on it, which
+// the call's Classifier hands the Retrier: a response whose status is a
+// failure, or an error of the Transport's own.
+type failure struct {
+	resp *http.Response // the response, for a status; else nil
+	err  error          // the Transport's error, when resp is nil
+	kind budget.Kind    // Transient or Throttled; anything else is not retried
+}
+
+func (f *failure) Error() string {
+	if f.resp == nil {
+		return f.err.Error()
+	}
+	status := f.resp.Status
+	if status == "" {
+		status = strconv.Itoa(f.resp.StatusCode) + " " + http.StatusText(f.resp.StatusCode)
+	}
+	return "httpbudget: response " + status
+}
+
+func (f *failure) Unwrap() error { return f.err }
+
+// A delayedFailure is a retryable failure after which the server asked for
+// a delay: its RetryAfter method replaces the Retrier's backoff, up to the
+// Retrier's MaxDelay.
+type delayedFailure struct {
+	failure
+	after time.Duration
+}
+
+func (f *delayedFailure) RetryAfter() time.Duration { return f.after }
+func (f *delayedFailure) Unwrap() error             { return &f.failure }
+
+// newFailure returns the failure of resp, of kind: for a Throttled one, with
+// the delay its Retry-After header asks for, if any.
+func newFailure(resp *http.Response, kind budget.Kind) error {
+	f := failure{resp: resp, kind: kind}
+	if kind == budget.Throttled {
+		if v := resp.Header.Get("Retry-After"); v != "" {
+			if d := retryAfter(v, time.Now()); d > 0 {
+				return &delayedFailure{f, d}
+			}
+		}
+	}
+	return &f
+}
+
+// maxSeconds is the most delay-seconds a time.Duration holds.
+const maxSeconds = uint64(math.MaxInt64 / int64(time.Second))
+
+// retryAfter returns the delay that v, a Retry-After header value, asks
+// for at now (RFC 9110, section 10.2.3): delay-seconds, or the time until an
+// HTTP-date, zero for a date in the past. A delay too long for a Duration
+// is the longest Duration (the Retrier caps it at MaxDelay). A value of
+// neither form asks for no delay: zero, and the retry waits the backoff.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if c := v[0]; '0' <= c && c <= '9' { // no HTTP-date starts with a digit
+		s, err := strconv.ParseUint(v, 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange), err == nil && s > maxSeconds:
+			return math.MaxInt64
+		case err != nil:
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	return max(t.Sub(now), 0)
+}
+
+// readAhead reads resp's body, up to readAheadLimit bytes, and puts back a
+// body that reads the same bytes. A body that fits is closed now, which
+// hands its connection back to Base; a longer one stays open, behind what
+// was read, until it is closed. A read that fails closes the body, and the
+// body put back ends with the read's error.
+func readAhead(resp *http.Response) {
+	body := resp.Body
+	buf, err := io.ReadAll(io.LimitReader(body, readAheadLimit+1))
+	switch {
+	case err != nil:
+		body.Close()
+		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), errReader{err}))
+	case len(buf) > readAheadLimit:
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(buf), body), body}
+	case len(buf) == 0:
+		body.Close()
+		resp.Body = http.NoBody
+	default:
+		body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(buf))
+	}
+}
+
+// A readCloser reads from Reader and closes Closer.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// An errReader fails every Read with err.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }

@@ -1,0 +1,138 @@
+package httpbudget_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/httpbudget"
+)
+
+// Retry through an http.Client under a token bucket shared by every call
+// to one dependency: the server's first answer, 503, is retried.
+func ExampleTransport() {
+	var attempts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if attempts.Add(1) == 1 {
+			http.Error(w, "warming up", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "hello")
+	}))
+	defer srv.Close()
+
+	tb, err := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+	if err != nil {
+		panic(err)
+	}
+	client := &http.Client{Transport: &httpbudget.Transport{Retrier: &budget.Retrier{Budget: tb}}}
+
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Printf("%s %q after %d attempts\n", resp.Status, body, attempts.Load())
+	fmt.Println("tokens left:", tb.Available()) // 5 charged for the throttled retry, refunded by its success
+	// Output:
+	// 200 OK "hello\n" after 2 attempts
+	// tokens left: 500
+}
+
+// One budget per destination host, with budget.Keyed: a host that keeps
+// failing spends its own budget, and the caller then gets its 503 at once,
+// while calls to another host still retry.
+func ExampleTransport_budgetFor() {
+	var downAttempts atomic.Int32
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		downAttempts.Add(1)
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+
+	perHost, err := budget.NewKeyed(budget.KeyedConfig[string, *budget.TokenBucket]{
+		New: func(host string) (*budget.TokenBucket, error) {
+			return budget.NewTokenBucket(budget.TokenBucketConfig{Capacity: 2, TransientCost: 1, ThrottledCost: 1})
+		},
+		MaxKeys:     10_000,
+		IdleTimeout: 10 * time.Minute,
+	})
+	if err != nil {
+		panic(err)
+	}
+	client := &http.Client{Transport: &httpbudget.Transport{
+		Retrier: &budget.Retrier{BaseDelay: time.Millisecond},
+		BudgetFor: func(req *http.Request) (budget.Budget, error) {
+			return perHost.Get(req.URL.Host)
+		},
+	}}
+	get := func(url string) {
+		resp, err := client.Get(url)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%s %q\n", resp.Status, strings.TrimSpace(string(body)))
+	}
+
+	get(down.URL) // 3 attempts, 2 retries: the host's budget is spent
+	get(down.URL) // 1 attempt: the retry is denied
+	fmt.Println("attempts on the failing host:", downAttempts.Load())
+	get(up.URL)
+	bDown, _ := perHost.Get(strings.TrimPrefix(down.URL, "http://"))
+	bUp, _ := perHost.Get(strings.TrimPrefix(up.URL, "http://"))
+	fmt.Println("tokens left:", bDown.Available(), bUp.Available())
+	// Output:
+	// 503 Service Unavailable "overloaded"
+	// 503 Service Unavailable "overloaded"
+	// attempts on the failing host: 4
+	// 200 OK ""
+	// tokens left: 0 2
+}
+
+// With RetryNonIdempotent, a POST is retried too, and every attempt
+// carries the call's dedup key as its Idempotency-Key, so that the server
+// can carry the request out once.
+func ExampleTransport_retryNonIdempotent() {
+	var mu sync.Mutex
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		n := len(keys)
+		mu.Unlock()
+		if n == 1 {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Transport: &httpbudget.Transport{
+		Retrier:            &budget.Retrier{BaseDelay: time.Millisecond},
+		RetryNonIdempotent: true,
+	}}
+	resp, err := client.Post(srv.URL, "text/plain", strings.NewReader("order #1"))
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	fmt.Println(resp.Status, "after", len(keys), "attempts")
+	fmt.Println("one key, on every attempt:", keys[0] != "" && keys[0] == keys[1])
+	// Output:
+	// 201 Created after 2 attempts
+	// one key, on every attempt: true
+}
