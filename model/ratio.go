@@ -80,14 +80,7 @@ func (m Ratio) Step(s RatioState, op Op) (RatioState, bool) {
 			return s, false
 		}
 		s = m.slide(s)
-		var reqs, retries int64
-		for _, c := range s.Window {
-			reqs += c.Requests
-			retries += c.Retries
-		}
-		hi, lo := bits.Mul64(uint64(reqs), uint64(m.PPM))
-		allowed, _ := bits.Div64(hi, lo, 1_000_000)
-		allowed += uint64(m.Reserve)
+		retries, allowed := m.counts(s)
 		if retries+1 > m.Floor && uint64(retries+1) > allowed {
 			return s, false
 		}
@@ -95,6 +88,19 @@ func (m Ratio) Step(s RatioState, op Op) (RatioState, bool) {
 		return s, true
 	}
 	return s, false
+}
+
+// counts returns the retries in s's window and the ratio's allowance,
+// ⌊PPM × requests / 1e6⌋ + Reserve, computed without overflow.
+func (m Ratio) counts(s RatioState) (retries int64, allowed uint64) {
+	var reqs int64
+	for _, c := range s.Window {
+		reqs += c.Requests
+		retries += c.Retries
+	}
+	hi, lo := bits.Mul64(uint64(reqs), uint64(m.PPM))
+	allowed, _ = bits.Div64(hi, lo, 1_000_000)
+	return retries, allowed + uint64(m.Reserve)
 }
 
 // head returns the slot number of the latest instant seen.
@@ -140,15 +146,8 @@ func add(w []SlotCount, n, reqs, retries int64) []SlotCount {
 // Reserve) minus the retries in the window, or 0. It is what
 // budget.Ratio's Available reports.
 func (m Ratio) Balance(s RatioState) int64 {
-	s = m.slide(s)
-	var reqs, retries int64
-	for _, c := range s.Window {
-		reqs += c.Requests
-		retries += c.Retries
-	}
-	hi, lo := bits.Mul64(uint64(reqs), uint64(m.PPM))
-	allowed, _ := bits.Div64(hi, lo, 1_000_000)
-	limit := max(uint64(m.Floor), allowed+uint64(m.Reserve))
+	retries, allowed := m.counts(m.slide(s))
+	limit := max(uint64(m.Floor), allowed)
 	if uint64(retries) >= limit {
 		return 0
 	}
