@@ -71,6 +71,9 @@ type Classifier func(err error) (kind Kind, retryable bool)
 //   - A server-supplied delay (an error with a RetryAfter() time.Duration
 //     method) replaces the backoff, capped at MaxDelay.
 //   - Every attempt of one call sees the same dedup key.
+//   - Its Hooks see each attempt before it starts, each answer of the
+//     budget to a retry, and each call that ends without a success, on
+//     the calling goroutine.
 //
 // A Retrier is safe for concurrent use by multiple goroutines, and should be
 // shared along with its Budget.

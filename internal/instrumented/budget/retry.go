@@ -75,6 +75,9 @@ type Classifier func(err error) (kind Kind, retryable bool)
 //   - A server-supplied delay (an error with a RetryAfter() time.Duration
 //     method) replaces the backoff, capped at MaxDelay.
 //   - Every attempt of one call sees the same dedup key.
+//   - Its Hooks see each attempt before it starts, each answer of the
+//     budget to a retry, and each call that ends without a success, on
+//     the calling goroutine.
 //
 // A Retrier is safe for concurrent use by multiple goroutines, and should be
 // shared along with its Budget.
@@ -322,7 +325,7 @@ func (r *Retrier) loop(ctx context.Context, op func(ctx context.Context, a Attem
 			} else {
 				timer.Reset(wait)
 			}
-			switch ryield_0, ryield_1 := ryield.R( /*line retry.go:320:11*/ ctx.Done()), ryield.R( /*line retry.go:322:11*/ timer.C); ryield.Select(false, ryield_0, ryield_1) /*line retry.go:319:10*/ {
+			switch ryield_0, ryield_1 := ryield.R( /*line retry.go:323:11*/ ctx.Done()), ryield.R( /*line retry.go:325:11*/ timer.C); ryield.Select(false, ryield_0, ryield_1) /*line retry.go:322:10*/ {
 			case 0:
 				return GiveUpEvent{ryield.P(a.N), kind, errors.Join(ctx.Err(), err)}
 			default:
