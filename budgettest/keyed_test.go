@@ -48,25 +48,20 @@ func newKeyed[B budget.Budget](newB func(budget.Clock) B, c budget.Clock, key st
 	return k
 }
 
-// One key's budget of a Keyed, a refilling TokenBucket on the checks'
-// clock, passes the suite as the budget itself does.
+// One key's budget of a Keyed passes the suite as the budget itself does.
 func TestKeyedBudgetConforms(t *testing.T) {
-	tm := seqcheck.TokenBucketTiming(refill)
-	t.Run("TokenBucketRefill", func(t *testing.T) {
-		budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
-			Name:  "budget.Keyed[budget.TokenBucket]",
-			Model: refill,
-			New: func(_ *testing.T, c budget.Clock) budget.Budget {
-				newTB := func(c budget.Clock) *budget.TokenBucket {
-					b, err := budget.NewTokenBucket(seqcheck.TokenBucketConfig(refill, c))
-					if err != nil {
-						panic(err)
-					}
-					return b
+	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+		Name:  "budget.Keyed[budget.TokenBucket]",
+		Model: bucket,
+		New: func(_ *testing.T, c budget.Clock) budget.Budget {
+			newTB := func(c budget.Clock) *budget.TokenBucket {
+				b, err := budget.NewTokenBucket(seqcheck.TokenBucketConfig(bucket, c))
+				if err != nil {
+					panic(err)
 				}
-				return keyView[*budget.TokenBucket]{newKeyed(newTB, c, "api.example.com"), "api.example.com"}
-			},
-			Scale: tm.Scale, Horizon: tm.Horizon,
-		})
+				return b
+			}
+			return keyView[*budget.TokenBucket]{newKeyed(newTB, c, "api.example.com"), "api.example.com"}
+		},
 	})
 }
