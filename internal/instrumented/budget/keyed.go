@@ -53,8 +53,11 @@ type KeyedConfig[K comparable, B Budget] struct {
 // calls in flight (an InFlight() (calls, retries int) method, as
 // [InFlight] has) while it can drop another.
 //
-// Getting a key already held takes no lock, writes nothing shared (but
-// for the key's used mark, once per sweep) and allocates nothing.
+// Getting a key already held takes no lock and allocates nothing. It
+// writes only the key's own marks, and only when they change: its used
+// mark once per turn of the clock hand and, with IdleTimeout, its time of
+// last use once per sixteenth of the timeout (reading the Clock on every
+// Get).
 // Most callers want [Keyed.Get].
 //
 // Keyed is safe for concurrent use by multiple goroutines.
