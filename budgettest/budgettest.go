@@ -3,6 +3,7 @@ package budgettest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,11 @@ type Subject[S any] struct {
 	// Watchdog bounds each piece of a check; zero means 60s. A piece still
 	// running then fails as a deadlock.
 	Watchdog time.Duration
+
+	// typePkgs are the packages of the first budget's type and of the
+	// values it holds, found when the subject is prepared: the controlled
+	// stage rewrites them.
+	typePkgs []string
 }
 
 // A Check names one check of the suite: Run runs each as a subtest of
@@ -95,14 +101,14 @@ func Checks() []Check {
 //     checked against the model with porcupine. A violation is narrowed to
 //     the operations around it, minimized, explained, and saved as HTML and
 //     JSON under t.ArtifactDir(). A search that times out fails as
-//     inconclusive, never passes. When the code is instrumented (run
-//     through cmd/budgetcheck), every scenario first runs under
-//     -budgettest.schedules controlled schedules (package yield), with the
-//     budget built inside the controlled run so that the goroutines its
-//     factory starts are scheduled too, then once freely. A violation is
+//     inconclusive, never passes. Its controlled stage (see "Controlled
+//     schedules on plain go test" in the package doc) runs first: every
+//     scenario under -budgettest.schedules controlled schedules (package
+//     yield), with the budget built inside the controlled run so that the
+//     goroutines its factory starts are scheduled too. A violation is
 //     minimized on fixed schedules, its schedule is shrunk to fewer
 //     preemptions, and the failure prints the -budgettest.replay flag that
-//     replays it exactly.
+//     replays it exactly. Then each scenario runs once freely.
 //   - Race: 64 goroutines call the budget at once, with GOMAXPROCS raised to
 //     at least 8. Only the race detector sees what goes wrong here: run go
 //     test -race. Without it the check finds only panics and deadlocks.
@@ -119,11 +125,11 @@ func Checks() []Check {
 //     models, three stress runs checked against the family's conservation
 //     invariant at every grant (a token bucket never grants more than its
 //     balance and credits, a ratio never more than its window allows, a
-//     throttle never at or below half its maximum). On instrumented code
-//     those stress runs are first made under control too, one schedule of
-//     each strategy per seed, on 4 goroutines of 20 calls a phase, and a
-//     failure names the schedule. Under -race one free stress run is made
-//     instead of three: the detector makes each five to ten times slower.
+//     throttle never at or below half its maximum). Those stress runs have
+//     a controlled stage, which runs first: one schedule of each strategy
+//     per seed, on 4 goroutines of 20 calls a phase, and a failure names
+//     the schedule. Under -race one free stress run is made instead of
+//     three: the detector makes each five to ten times slower.
 //   - Leak: after 200 calls and Close, no goroutine the budget started is
 //     left (goleak; on the wall clock, the synctest bubble).
 //   - Replay: fixed edge-case sequences replayed against the model: a
@@ -166,20 +172,31 @@ func Checks() []Check {
 //
 // What the suite can and cannot prove. A failure is real: every check
 // compares the budget with its model on something the budget did. A pass
-// is evidence, not proof: the concurrent checks see only the interleavings
-// that happened, so run under -race, with -count, on more than one core. A
-// budget that deadlocks fails by the watchdog, and its stuck goroutines
-// are left behind.
+// is evidence, not proof: the controlled stages explore a fixed set of
+// schedules, not every schedule, and the free runs see only the
+// interleavings that happened, so run under -race too. A budget that
+// deadlocks fails by the watchdog, and its stuck goroutines are left
+// behind.
 func Run[S any](t *testing.T, sub Subject[S]) {
 	t.Helper()
+	c := enter(t)
+	if c.skip {
+		return
+	}
 	sub, f := sub.prepare(t)
+	if c.child != "" {
+		if f == nil {
+			sub.runChild(t, c)
+		}
+		return
+	}
 	if f != nil {
 		t.Error(f)
 		return
 	}
-	for _, c := range Checks() {
-		t.Run(string(c), func(t *testing.T) {
-			err := sub.run(t, c)
+	for _, ck := range Checks() {
+		t.Run(string(ck), func(t *testing.T) {
+			err := sub.stages(t, c, ck)
 			var s skip
 			switch {
 			case errors.As(err, &s):
@@ -200,14 +217,30 @@ func Run[S any](t *testing.T, sub Subject[S]) {
 // subtest of the check that made it.
 func Verify[S any](t *testing.T, sub Subject[S]) error {
 	t.Helper()
+	return sub.verify(t, Checks())
+}
+
+// verify runs the checks cs on sub for Verify and VerifyCheck.
+func (sub Subject[S]) verify(t *testing.T, cs []Check) error {
+	c := enter(t)
+	if c.skip {
+		return nil
+	}
 	sub, f := sub.prepare(t)
+	if c.child != "" {
+		if f == nil {
+			sub.runChild(t, c)
+		}
+		return nil
+	}
 	if f != nil {
 		return f
 	}
 	var errs []error
-	for _, c := range Checks() {
-		if err := sub.run(t, c); err != nil && !errors.As(err, new(skip)) {
-			errs = append(errs, fmt.Errorf("%s: %w", c, err))
+	for _, ck := range cs {
+		err := sub.stages(t, c, ck)
+		if err != nil && !errors.As(err, new(skip)) {
+			errs = append(errs, fmt.Errorf("%s: %w", ck, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -218,18 +251,19 @@ func Verify[S any](t *testing.T, sub Subject[S]) error {
 // meet (Invariant for a model of your own, say) returns nil.
 func VerifyCheck[S any](t *testing.T, sub Subject[S], c Check) error {
 	t.Helper()
-	sub, f := sub.prepare(t)
-	if f != nil {
-		return f
+	if !slices.Contains(Checks(), c) {
+		return fmt.Errorf("budgettest: no check %q; see Checks", c)
 	}
-	if err := sub.run(t, c); err != nil && !errors.As(err, new(skip)) {
-		return fmt.Errorf("%s: %w", c, err)
-	}
-	return nil
+	return sub.verify(t, []Check{c})
 }
 
 // RunLoop runs the twelve loop checks of the stress package on l, each in a
-// child process, as subtests of t. See stress.CheckLoop.
+// child process, as subtests of t. The four whose cases run goroutines of
+// their own (NoGoroutineOutlivesCall, SharedBudgetRespected,
+// IgnoringOpEndsTheCall, EveryStartEnds) then run again in the
+// instrumented child binary, under controlled schedules, when they passed
+// freely (see "Controlled schedules on plain go test" in the package doc).
+// See stress.CheckLoop.
 func RunLoop(t *testing.T, l stress.Loop) {
 	t.Helper()
 	stress.CheckLoop(t, l)
@@ -242,7 +276,21 @@ func (sub Subject[S]) prepare(t *testing.T) (Subject[S], *Failure) {
 	if f != nil {
 		return sub, f
 	}
-	return sub, sub.probe(t)
+	f = sub.probe(t, &sub.typePkgs)
+	return sub, f
+}
+
+// stages runs check ck of the call c: its controlled stage in a child
+// process, when it has one and this binary is not instrumented, and then,
+// if that passed, the check itself, whose free runs are the stage that
+// sees data races under -race and what control does not reach. The
+// controlled stage comes first so that a budget it fails gets the same
+// failure, with its schedule to replay, on every run.
+func (sub Subject[S]) stages(t *testing.T, c call, ck Check) error {
+	if err := sub.controlledStage(t, c, ck); err != nil {
+		return err
+	}
+	return sub.run(t, ck)
 }
 
 // run runs one check and maps what went wrong to a Failure.

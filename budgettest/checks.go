@@ -15,6 +15,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/internal/stressrun"
@@ -121,6 +122,12 @@ const (
 	linGoroutines = 4
 	linOps        = 100
 	linClockSteps = 20
+	// The controlled stage's scenarios are shorter: PCT's chance of
+	// placing a preemption in a given window falls with the run's length,
+	// and the search for an order costs more than linearly in it, for 8
+	// schedules of each scenario where the free stage makes one run.
+	linControlledOps        = 40
+	linControlledClockSteps = 10
 	linTimeout    = 30 * time.Second
 )
 
@@ -133,12 +140,16 @@ const (
 func (sub Subject[S]) scenario(seed uint64) linearizability.Scenario {
 	src := harness.Rand(rand.New(rand.NewPCG(seed, 0)))
 	tm := harness.Timing{Scale: sub.Scale, Horizon: sub.Horizon, Forward: sub.WallClock}
-	g, c := harness.Lists(src, linGoroutines, linOps, linClockSteps, tm)
+	ops, steps := linOps, linClockSteps
+	if inChild() {
+		ops, steps = linControlledOps, linControlledClockSteps
+	}
+	g, c := harness.Lists(src, linGoroutines, ops, steps, tm)
 	if !harness.IsStructured(sub.Model) {
 		return linearizability.Scenario{Goroutines: g, Clock: c, WallClock: sub.WallClock}
 	}
 	for i := range g {
-		g[i] = harness.CallOps(src, linOps)
+		g[i] = harness.CallOps(src, ops)
 	}
 	return linearizability.Scenario{Before: harness.OpenCalls(src, 40, 8), Goroutines: g, Clock: c, WallClock: sub.WallClock, Structured: true}
 }
@@ -174,7 +185,7 @@ func (sub Subject[S]) explore(t *testing.T, s linearizability.Scenario, seed uin
 		// with its schedule and minimized deterministically.
 		runs = nil
 		for k := range schedules {
-			runs = append(runs, control(s, seed, k))
+			runs = append(runs, controlOptions(s, seed, k))
 		}
 		if freely {
 			runs = append(runs, nil)
@@ -225,7 +236,7 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 			if replay != nil {
 				s = *replay
 			}
-			res, s, err := sub.explore(t, s, seed, true, *schedulesFlag, &free)
+			res, s, err := sub.explore(t, s, seed, !inChild(), control.Schedules(), &free)
 			if err != nil {
 				return err
 			}
@@ -620,15 +631,12 @@ func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 	if stressrun.HasInvariant(sub.Model) && controlled() {
 		var controlledStages []func() error
 		for _, seed := range familySeeds {
-			for k := range min(*schedulesFlag, controlledStressSchedules) {
+			for k := range min(control.Schedules(), controlledStressSchedules) {
 				controlledStages = append(controlledStages, func() error {
 					c := sub.stressConfig(seed)
 					c.Goroutines, c.Ops = controlledStressGoroutines, controlledStressOps
-					c.Control = &yield.Options{
-						Seed:     *seedFlag<<32 ^ seed<<8 ^ uint64(k),
-						Strategy: strategyFor(k),
-						Length:   3 * c.Goroutines * c.Ops,
-					}
+					o := control.Options(seed, k, 3*c.Goroutines*c.Ops)
+					c.Control = &o
 					run, err := stressrun.Stress(c, sub.harness(t))
 					if err != nil {
 						return err
@@ -640,6 +648,11 @@ func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 					return nil
 				})
 			}
+		}
+		if inChild() {
+			// A child runs the controlled stage only: its parent made
+			// the free runs.
+			return firstError(controlledStages...)
 		}
 		stages = append(controlledStages, stages...)
 	}

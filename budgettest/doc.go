@@ -23,6 +23,57 @@
 //
 // What it can and cannot prove: see Run.
 //
+// # Controlled schedules on plain go test
+//
+// A check-then-act goes wrong in a window of nanoseconds, and whether two
+// goroutines land in it is up to the Go scheduler: on a busy machine such
+// a bug passes some runs. So the Linearizable and Invariant checks, and
+// the loop checks of RunLoop whose cases run goroutines of their own, have
+// a controlled stage, in which the goroutines run one at a time and a
+// seeded scheduler (package yield) picks who runs at every synchronization
+// point. The same seeds explore the same schedules: a budget it fails
+// fails the same way on every run, with a -budgettest.replay flag that
+// replays the schedule.
+//
+// Control needs the code rewritten, so that every sync/atomic call, lock,
+// channel operation and field access calls package yield. go test builds
+// the code as it is, so the suite does the rest itself, with no second
+// command: the first time a check needs it, it rewrites the calling test's
+// package, the packages of the budget's type and of the values it holds
+// (an adapter's wrapped budget, in another module too), the packages of the
+// main module the test imports, and those of -budgettest.instrument; it
+// builds that test binary once with go test -c; and it runs the check's
+// controlled stage in it as a child process, which runs the same test and
+// the same call, and sends its verdict back. The parent then runs the
+// check's free stage, which sees data races under -race. The child binary
+// is kept in the user's cache directory under the hash of the running test
+// binary: a second go test of unchanged sources builds and rewrites
+// nothing. A budget in the module cache is rewritten in a copy of its
+// module, named by a temporary go.mod passed as -modfile; your go.mod and
+// go.sum are never touched.
+//
+// This route was chosen over rewriting at compile time (-toolexec, which
+// every go test would have to be given) and over running go test again
+// on an overlay (which builds and runs every test twice): it needs nothing
+// from the user, and its cost after the first build is the child's
+// start-up, tens of milliseconds.
+//
+// Where no child can be had (no go command, a test binary copied away
+// from its sources, a build that fails), or with -budgettest.control=off,
+// the check says in one line, in the test log and once on standard
+// error, that its verdict is uncontrolled: free runs only.
+// -budgettest.control=require makes that a failure, for a CI gate that
+// must not pass on luck. The flags of this family, the one policy for
+// every controlled run, are -budgettest.control, -budgettest.schedules
+// (default 8 per scenario, stress run or loop case), -budgettest.seed,
+// -budgettest.replay and -budgettest.instrument; -stress.schedules and
+// -stress.seed are deprecated spellings of the two in the middle.
+// cmd/budgetcheck runs the rewritten code directly, for a replay, a
+// profile or -json output.
+//
+// A controlled pass means no violation in the schedules explored, not in
+// every schedule.
+//
 // # Writing a model for your budget
 //
 // When none of the model package's models states your budget's rule, write

@@ -31,6 +31,7 @@ const (
 	ruleEdges         rule = "from any starting instant, negative or near the ends of int64, the budget answers as the model does"
 	ruleAmplification rule = "under a 100% outage the budget grants no more retries than its model: it bounds the load"
 	rulePanic         rule = "nothing the suite calls panics: the model's methods included"
+	ruleControl       rule = "the concurrent checks explore controlled schedules (an instrumented child process) and finish there"
 )
 
 // fail returns a Failure of rule r, found at the caller's line.

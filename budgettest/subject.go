@@ -98,12 +98,13 @@ func (sub Subject[S]) harness(t *testing.T) harness.Subject[S] {
 
 // probe builds one budget, uses it once and closes it, so that a broken
 // factory is reported once, before any check.
-func (sub Subject[S]) probe(t *testing.T) *Failure {
+func (sub Subject[S]) probe(t *testing.T, typePkgs *[]string) *Failure {
 	hs := sub.harness(t)
 	err := hs.Guard("building the first budget", func() error {
 		return hs.InBubble(t, "building the first budget", func(t *testing.T) error {
 			b, closeBudget := sub.harness(t).Open(new(budget.ManualClock))
 			defer closeBudget()
+			*typePkgs = typePackages(b)
 			harness.Perform(b, model.OpRequest)
 			if _, ok := b.(budget.InFlightBudget); harness.IsStructured(sub.Model) && !ok {
 				return fail(ruleSubject, "%s: Subject.Model (%T) counts work in flight, but the budget (%T) is not a budget.InFlightBudget: "+

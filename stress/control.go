@@ -2,39 +2,41 @@ package stress
 
 import (
 	"flag"
-	"hash/fnv"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
 
+	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/yield"
 )
 
-var (
-	loopSchedules = flag.Int("stress.schedules", 6, "schedules that each case of the loop checks with goroutines of their own (NoGoroutineOutlivesCall, SharedBudgetRespected, IgnoringOpEndsTheCall, EveryStartEnds) explores when the loop's code is instrumented (cmd/budgetcheck); 0 runs them once, freely")
-	loopSeed      = flag.Uint64("stress.seed", 1, "the seed base of the schedules the loop checks explore: a failure names it, and the same base replays the same schedules")
-)
-
 // childFlags are the flags a child process gets besides its -test.* ones:
-// the control flags' values as they are now, and every other flag set on
-// the command line, so that a test that reads its own flags makes the
-// same calls in the child as in the parent.
+// the control flags' values as they are now (package internal/control,
+// the one policy of controlled runs), and every other flag set on the
+// command line, so that a test that reads its own flags makes the same
+// calls in the child as in the parent.
 func childFlags() []string {
-	out := []string{"-stress.schedules=" + strconv.Itoa(*loopSchedules), "-stress.seed=" + strconv.FormatUint(*loopSeed, 10)}
+	out := control.Flags()
 	flag.Visit(func(f *flag.Flag) {
-		if !strings.HasPrefix(f.Name, "test.") && !strings.HasPrefix(f.Name, "stress.") {
+		if !strings.HasPrefix(f.Name, "test.") && !strings.HasPrefix(f.Name, "stress.") && !strings.HasPrefix(f.Name, "budgettest.") {
 			out = append(out, "-"+f.Name+"="+f.Value.String())
 		}
 	})
 	return out
 }
 
+// scheduledChecks are the loop checks whose cases run goroutines of their
+// own, and so explore schedules under control.
+var scheduledChecks = []string{"NoGoroutineOutlivesCall", "SharedBudgetRespected", "IgnoringOpEndsTheCall", "EveryStartEnds"}
+
+// loopSchedule is the length of a loop case's schedule, in yield points.
+const loopSchedule = 200
+
 // schedules returns the options of the runs a case of a loop check makes:
-// under control (the code is instrumented and -stress.schedules is
-// positive), one per schedule, PCT and the random walk in turn, each with a
-// seed drawn from the seed base and the case's name; otherwise one nil,
-// for one free run.
+// under control (the code is instrumented and -budgettest.schedules is
+// positive), one per schedule, each drawn from the seed base and the
+// case's name (package internal/control's policy); otherwise one nil, for
+// one free run.
 //
 // The loop's goroutines (a hedge's attempts, a watcher of ctx) and the
 // calls of one check then run one at a time, and the choice at each of the
@@ -42,18 +44,13 @@ func childFlags() []string {
 // against outside its code, the clock of the testing/synctest bubble, a
 // context's timer, runs as it does without control.
 func schedules(name string) []*yield.Options {
-	if !yield.Instrumented() || *loopSchedules <= 0 {
+	if !control.Controlled() {
 		return []*yield.Options{nil}
 	}
-	h := fnv.New64a()
-	h.Write([]byte(name))
 	var out []*yield.Options
-	for i := range *loopSchedules {
-		st := yield.PCT(3)
-		if i%2 == 1 {
-			st = yield.Walk()
-		}
-		out = append(out, &yield.Options{Seed: *loopSeed*1_000_003 + h.Sum64() + uint64(i), Strategy: st, Length: 200})
+	for i := range control.Schedules() {
+		o := control.Named(name, i, loopSchedule)
+		out = append(out, &o)
 	}
 	return out
 }
@@ -63,7 +60,7 @@ func schedules(name string) []*yield.Options {
 func explain(t *testing.T, k int, rep yield.Report) {
 	t.Helper()
 	if t.Failed() {
-		t.Logf("under control, schedule %d of %d (-stress.seed=%d -stress.schedules=%d replays it): %v", k+1, *loopSchedules, *loopSeed, *loopSchedules, rep)
+		t.Logf("under control, schedule %d of %d (%s replays it): %v", k+1, control.Schedules(), control.Describe(), rep)
 	}
 }
 
@@ -96,7 +93,7 @@ func fellBack(t *testing.T, k int, rep yield.Report) bool {
 	if !rep.Free || rep.Reason == "" {
 		return false
 	}
-	t.Logf("schedule %d of %d fell back to free running (%s), which moves a bubble's clock: the case runs again, free", k+1, *loopSchedules, rep.Reason)
+	t.Logf("schedule %d of %d fell back to free running (%s), which moves a bubble's clock: the case runs again, free", k+1, control.Schedules(), rep.Reason)
 	return true
 }
 

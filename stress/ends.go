@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/yield"
 )
 
@@ -418,7 +419,7 @@ type endsRun struct {
 func runPath(t *testing.T, l Loop, p endsPath, ctl *yield.Options, k int) (endsRun, bool) {
 	run := endsRun{path: p}
 	if ctl != nil {
-		run.sched = fmt.Sprintf(", under control, schedule %d of %d (%v; -stress.seed=%d -stress.schedules=%d replays it)", k+1, *loopSchedules, *ctl, *loopSeed, *loopSchedules)
+		run.sched = fmt.Sprintf(", under control, schedule %d of %d (%v; %s replays it)", k+1, control.Schedules(), *ctl, control.Describe())
 	}
 	sp := &inFlightSpy{deny: p.deny}
 	told := l

@@ -2,17 +2,22 @@ package stress
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/yield"
 )
 
 // childEnv tells a child process which test, loop and check it runs, as
@@ -36,6 +41,12 @@ type Outcome struct {
 // down, and cannot spoil the checks after it. A child that hangs past its
 // timeout prints every goroutine's stack (its own -test.timeout, or the
 // parent's SIGQUIT a little later), and the outcome keeps all of it.
+//
+// The checks whose cases run goroutines of their own, when they passed,
+// run again in the instrumented test binary that package budgettest
+// builds for its controlled stages (internal/control), under controlled
+// schedules; their outcomes are then those runs'. Where that binary cannot
+// be had, their outcome says in one line that the verdict is uncontrolled.
 //
 // The calling test must make the same IsolatedLoopChecks (or CheckLoop)
 // calls in the child as in the parent. A key of l.Skip that names no check
@@ -91,36 +102,127 @@ func isolate(t *testing.T, l Loop, only []string, timeout, killAfter time.Durati
 	}
 	outcomes := map[string]Outcome{}
 	for _, c := range checks {
-		ctx, cancel := context.WithTimeout(context.Background(), killAfter)
-		args := append([]string{"-test.run=" + runPattern(t.Name()), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String()}, childFlags()...)
-		cmd := exec.CommandContext(ctx, os.Args[0], args...)
-		cmd.Env = append(harness.ChildEnv(), childEnv+"="+t.Name()+"|"+l.Name+"|"+c.Name)
-		cmd.Cancel = func() error {
-			// SIGQUIT: the Go runtime prints every goroutine's stack,
-			// then exits. Where there is no such signal, kill.
-			if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
-				return cmd.Process.Kill()
+		outcomes[c.Name] = spawnCheck(t, os.Args[0], l, c, timeout, killAfter)
+	}
+	controlledStage(t, l, checks, outcomes, timeout, killAfter)
+	return outcomes
+}
+
+// controlledStage runs again, in the instrumented child binary (see
+// package internal/control), each check of checks that explores schedules
+// and passed freely, when this binary is not instrumented itself; a
+// check's controlled outcome replaces its free one. Where no instrumented
+// binary can be had, each such outcome says in one line that its verdict
+// is uncontrolled.
+func controlledStage(t *testing.T, l Loop, checks []LoopCheck, outcomes map[string]Outcome, timeout, killAfter time.Duration) {
+	if yield.Instrumented() || control.Schedules() == 0 {
+		return
+	}
+	var todo []LoopCheck
+	for _, c := range checks {
+		if _, skipped := l.Skip[c.Name]; slices.Contains(scheduledChecks, c.Name) && !skipped && outcomes[c.Name].Result == "pass" {
+			todo = append(todo, c)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	why := ""
+	mode, err := control.CurrentMode()
+	switch {
+	case err != nil:
+		why = err.Error()
+	case mode == control.Off:
+		why = "-budgettest.control=off"
+	}
+	var child *control.Child
+	if why == "" {
+		var pkgs []string
+		if p := funcPackage(l.Call); p != "" {
+			pkgs = append(pkgs, p)
+		}
+		if child, err = control.Binary(pkgs); err != nil {
+			why = err.Error()
+			var u *control.Uncontrolled
+			if errors.As(err, &u) {
+				why = u.Why
 			}
-			return nil
+		} else if child.Built {
+			t.Logf("stress: built the instrumented test binary in %v (%d yield points in %s); later runs of unchanged sources reuse it",
+				child.Took.Round(time.Millisecond), child.Points, strings.Join(child.Packages, " "))
 		}
-		cmd.WaitDelay = killGrace // then kill, if SIGQUIT did not end it
-		start := time.Now()
-		out, _ := cmd.CombinedOutput()
-		killed := ctx.Err() != nil
-		cancel()
-		exit := -1
-		if cmd.ProcessState != nil {
-			exit = cmd.ProcessState.ExitCode()
+	}
+	for _, c := range todo {
+		if why != "" {
+			line := fmt.Sprintf("stress: %s: uncontrolled verdict (free runs only): %s", c.Name, why)
+			o := outcomes[c.Name]
+			if mode == control.Require {
+				o.Result = "fail"
+				line += "; -budgettest.control=require asks for a controlled verdict"
+			}
+			o.Output += line + "\n"
+			outcomes[c.Name] = o
+			continue
 		}
-		o := parseOutcome(string(out), t.Name(), c.Name, exit)
-		o.Elapsed = time.Since(start)
-		if killed {
-			o.Result = "crash"
-			o.Output = fmt.Sprintf("the parent signalled the child after %v:\n%s", killAfter, o.Output)
-		}
+		o := spawnCheck(t, child.Path, l, c, timeout, killAfter)
+		o.Output = "under control (an instrumented child, " + control.Describe() + "):\n" + o.Output
+		free := outcomes[c.Name]
+		o.Elapsed += free.Elapsed
 		outcomes[c.Name] = o
 	}
-	return outcomes
+}
+
+// funcPackage returns the import path of the package that declares the
+// function f, or "".
+func funcPackage(f any) string {
+	v := reflect.ValueOf(f)
+	if v.Kind() != reflect.Func || v.IsNil() {
+		return ""
+	}
+	fn := runtime.FuncForPC(v.Pointer())
+	if fn == nil {
+		return ""
+	}
+	name := fn.Name() // path/to/pkg.Func.func1, path/to/pkg.(*T).M
+	slash := strings.LastIndex(name, "/")
+	dot := strings.Index(name[slash+1:], ".")
+	if dot < 0 {
+		return ""
+	}
+	return strings.TrimSuffix(name[:slash+1+dot], "_test")
+}
+
+// spawnCheck runs check c on l in a child process of the binary bin and
+// returns its outcome.
+func spawnCheck(t *testing.T, bin string, l Loop, c LoopCheck, timeout, killAfter time.Duration) Outcome {
+	ctx, cancel := context.WithTimeout(context.Background(), killAfter)
+	defer cancel()
+	args := append([]string{"-test.run=" + runPattern(t.Name()), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String()}, childFlags()...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(harness.ChildEnv(), childEnv+"="+t.Name()+"|"+l.Name+"|"+c.Name)
+	cmd.Cancel = func() error {
+		// SIGQUIT: the Go runtime prints every goroutine's stack,
+		// then exits. Where there is no such signal, kill.
+		if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+			return cmd.Process.Kill()
+		}
+		return nil
+	}
+	cmd.WaitDelay = killGrace // then kill, if SIGQUIT did not end it
+	start := time.Now()
+	out, _ := cmd.CombinedOutput()
+	killed := ctx.Err() != nil
+	exit := -1
+	if cmd.ProcessState != nil {
+		exit = cmd.ProcessState.ExitCode()
+	}
+	o := parseOutcome(string(out), t.Name(), c.Name, exit)
+	o.Elapsed = time.Since(start)
+	if killed {
+		o.Result = "crash"
+		o.Output = fmt.Sprintf("the parent signalled the child after %v:\n%s", killAfter, o.Output)
+	}
+	return o
 }
 
 // runCheck runs one check as a subtest of t.

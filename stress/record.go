@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/yield"
 )
 
@@ -151,7 +152,7 @@ func (r *recorder) within(t *testing.T, ch <-chan result, limit time.Duration, k
 	c := r.counts()
 	msg := fmt.Sprintf("%s had not returned %v into the call, after %d attempts, %d of them still running", r.loop.Name, limit, c.n, c.running)
 	if r.ctl != nil {
-		msg += fmt.Sprintf(", under control, schedule %d of %d (%v; -stress.seed=%d -stress.schedules=%d replays it)", k+1, *loopSchedules, *r.ctl, *loopSeed, *loopSchedules)
+		msg += fmt.Sprintf(", under control, schedule %d of %d (%v; %s replays it)", k+1, control.Schedules(), *r.ctl, control.Describe())
 	}
 	t.Error(msg)
 	return result{}, false

@@ -25,6 +25,21 @@ type Config struct {
 	// of a struct type declared in a rewritten package, in the files of
 	// that package (not in _test.go files): see [Options].
 	Fields bool
+	// Modules also rewrites the packages the patterns name in other
+	// modules than the main one. The go command overlays no file beneath
+	// GOMODCACHE, so such a module is copied into Dir, its files rewritten
+	// there, and [Result].ModFile replaces it by the copy. A module
+	// replaced by a directory, or vendored, is overlaid as the main
+	// module is.
+	Modules bool
+	// TestsOnly names packages (import paths) of which only the _test.go
+	// files are rewritten: a package of the suite itself whose tests put
+	// budgets of their own through it.
+	TestsOnly []string
+	// Work, if set, is the directory the result is written into (created
+	// if need be) instead of a new temporary one: a stable path lets the
+	// build cache keep the packages of a copied module.
+	Work string
 }
 
 // Result is an overlay ready for go test -overlay.
@@ -33,6 +48,13 @@ type Result struct {
 	Dir     string   // the temp dir holding it and the rewritten files; the caller removes it
 	Files   []string // the original files rewritten (absolute), sorted
 	Points  int      // how many yield points were inserted
+	// ModFile, when a module of the module cache was rewritten (see
+	// [Config].Modules), is a go.mod for go's -modfile flag: the main
+	// module's, with a replace directive for each such module that names
+	// its rewritten copy, and its go.sum beside it. "" otherwise.
+	ModFile string
+	// Modules are the module paths (path@version) rewritten in a copy.
+	Modules []string
 }
 
 // Rewrite loads the packages cfg names, rewrites each of their files with
@@ -77,14 +99,38 @@ func Rewrite(cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	files := sources(pkgs, hookDeps)
-	dir, err := os.MkdirTemp("", "instrument-")
+	files := sources(pkgs, hookDeps, cfg.Modules)
+	if len(cfg.TestsOnly) > 0 {
+		files = slices.DeleteFunc(files, func(s source) bool {
+			return !strings.HasSuffix(s.path, "_test.go") && slices.Contains(cfg.TestsOnly, strings.TrimSuffix(s.pkg.PkgPath, "_test"))
+		})
+	}
+	dir := cfg.Work
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "instrument-")
+	} else {
+		err = os.MkdirAll(dir, 0o755)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("instrument: %w", err)
 	}
-	res, err := write(dir, files, Options{Fields: cfg.Fields})
+	var mods map[string]*copied
+	if cfg.Modules {
+		if mods, err = copyModules(cfg.Dir, dir, files); err != nil {
+			if cfg.Work == "" {
+				os.RemoveAll(dir)
+			}
+			return nil, err
+		}
+	}
+	res, err := write(dir, files, Options{Fields: cfg.Fields}, mods)
+	if err == nil && len(mods) > 0 {
+		err = writeModFile(cfg.Dir, dir, mods, res)
+	}
 	if err != nil {
-		os.RemoveAll(dir)
+		if cfg.Work == "" {
+			os.RemoveAll(dir)
+		}
 		return nil, err
 	}
 	return res, nil
@@ -126,10 +172,10 @@ type source struct {
 // in both a package and its test variant is rewritten once, checked in the
 // variant with the most files, so the import name chosen for it is free in
 // the test build as well.
-func sources(pkgs []*packages.Package, skip map[string]bool) []source {
+func sources(pkgs []*packages.Package, skip map[string]bool, modules bool) []source {
 	byPath := map[string]source{}
 	for _, p := range pkgs {
-		if p.Module == nil || !p.Module.Main || skip[p.PkgPath] || p.PkgPath == YieldPath+"_test" || strings.HasSuffix(p.ID, ".test") {
+		if p.Module == nil || (!p.Module.Main && !modules) || skip[p.PkgPath] || p.PkgPath == YieldPath+"_test" || strings.HasSuffix(p.ID, ".test") {
 			continue
 		}
 		for _, f := range p.Syntax {
@@ -155,7 +201,7 @@ func sources(pkgs []*packages.Package, skip map[string]bool) []source {
 // subdirectory of its own under the file's own base name (the go command
 // maps an overlay's directory back to the original one), and writes the
 // overlay.
-func write(dir string, files []source, opt Options) (*Result, error) {
+func write(dir string, files []source, opt Options, mods map[string]*copied) (*Result, error) {
 	res := &Result{Overlay: filepath.Join(dir, "overlay.json"), Dir: dir}
 	replace := map[string]string{}
 	subdirs := map[string]string{}
@@ -172,6 +218,21 @@ func write(dir string, files []source, opt Options) (*Result, error) {
 			return nil, err
 		}
 		if out == nil {
+			continue
+		}
+		if c := mods[modKey(s.pkg.Module)]; c != nil {
+			// A file of a copied module: rewritten in the copy.
+			rel, err := filepath.Rel(c.from, s.path)
+			if err != nil {
+				return nil, fmt.Errorf("instrument: %w", err)
+			}
+			dst := filepath.Join(c.to, rel)
+			os.Remove(dst) // a link to the module cache's read-only file
+			if err := os.WriteFile(dst, out, 0o644); err != nil {
+				return nil, fmt.Errorf("instrument: %w", err)
+			}
+			res.Files = append(res.Files, s.path)
+			res.Points += n
 			continue
 		}
 		sub, ok := subdirs[filepath.Dir(s.path)]

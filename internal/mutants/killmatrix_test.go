@@ -29,15 +29,6 @@ var (
 	full = flag.Bool("matrix.full", false, "run every check on every mutant, not only the one that must catch it (make killmatrix, cmd/budgetcheck)")
 )
 
-// interleavingTries is how many runs an interleaving mutant's check gets to
-// catch it under -race: its bug shows only when the scheduler stops a
-// goroutine inside a window of a few instructions, which one run of the
-// Linearizable check misses about once in twenty on a machine whose cores
-// are busy with other work (measured: 1 of 20 with a load average near 3).
-// Three runs miss it about once in 8,000. Controlled interleavings, which
-// would make one run enough, are a later issue.
-const interleavingTries = 3
-
 // The subjects a team would write for each family: one configuration per
 // family, the same for the reference budget and for every mutant of it.
 var (
@@ -53,8 +44,8 @@ type row struct {
 	name string
 	must budgettest.Check // "" for a reference, which must pass everything
 	racy bool             // has data races: every check runs in a child process
-	// interleaving: its bug needs calls interleaved inside a method, and
-	// its catch is required only under -race (see Mutant.Interleaving).
+	// interleaving: its bug needs calls interleaved inside a method; the
+	// controlled stage of its check finds it on every run.
 	interleaving bool
 	// verify runs one check of the suite on the row's subject.
 	verify func(t *testing.T, c budgettest.Check) error
@@ -196,45 +187,39 @@ func TestKillMatrix(t *testing.T) {
 			case !*full:
 				continue
 			}
-			tries := 1
-			if cell.Must && r.interleaving && raceEnabled {
-				tries = interleavingTries
-			}
-			var times []time.Duration
-			for rep := range reps {
-				start := time.Now()
-				verdict, detail := runOnce(t, r, c)
-				for try := 1; try < tries && verdict == "pass"; try++ {
-					t.Logf("%s escaped %s in try %d of %d (an interleaving bug, found by chance)", r.name, c, try, tries)
-					verdict, detail = runOnce(t, r, c)
+			// A subtest per cell: the controlled stage of a check runs in
+			// a child process that runs this cell's subtest only.
+			t.Run(r.name+"/"+string(c), func(t *testing.T) {
+				var times []time.Duration
+				for rep := range reps {
+					start := time.Now()
+					verdict, detail := runOnce(t, r, c)
+					times = append(times, time.Since(start))
+					cell.Runs, cell.Verdict = rep+1, verdict
+					if !cell.Mutant && verdict == "caught" {
+						cell.Verdict = "fail"
+					}
+					if cell.Must || cell.Verdict == "fail" || verdict == "error" {
+						cell.Detail = firstLines(detail, 16)
+					}
+					if cell.Must && strings.Contains(detail, "rendering: ") {
+						cell.Artifact = strings.TrimSpace(strings.SplitN(detail[strings.Index(detail, "rendering: ")+len("rendering: "):], "\n", 2)[0])
+					}
+					// A reference must pass every time; a mutant must be
+					// caught every time by its check.
+					if (cell.Mutant && cell.Must && verdict != "caught") || (!cell.Mutant && cell.Verdict != "pass" && verdict != "skip") {
+						break
+					}
 				}
-				times = append(times, time.Since(start))
-				cell.Runs, cell.Verdict = rep+1, verdict
-				if !cell.Mutant && verdict == "caught" {
-					cell.Verdict = "fail"
-				}
-				if cell.Must || cell.Verdict == "fail" || verdict == "error" {
-					cell.Detail = firstLines(detail, 16)
-				}
-				if cell.Must && strings.Contains(detail, "rendering: ") {
-					cell.Artifact = strings.TrimSpace(strings.SplitN(detail[strings.Index(detail, "rendering: ")+len("rendering: "):], "\n", 2)[0])
-				}
-				// A reference must pass every time; a mutant must be
-				// caught every time by its check.
-				if (cell.Mutant && cell.Must && verdict != "caught") || (!cell.Mutant && cell.Verdict != "pass" && verdict != "skip") {
-					break
-				}
-			}
-			cell.Seconds = median(times).Seconds()
-			if p := cell.Problem(); p != "" && cell.Verdict != "skip" {
-				if r.interleaving && !raceEnabled && cell.Mutant {
-					t.Logf("%s (without -race; required under -race, which CI runs)", p)
-				} else {
+				cell.Seconds = median(times).Seconds()
+				if p := cell.Problem(); p != "" && cell.Verdict != "skip" {
 					t.Errorf("%s", p)
 				}
+				t.Log(cell.Line())
+			})
+			if cell.Verdict != "" {
+				cells = append(cells, cell)
 			}
-			t.Log(cell.Line())
-			cells = append(cells, cell)
 		}
 	}
 	t.Log("\n" + table(cells, checks))

@@ -8,7 +8,6 @@ import (
 	"github.com/retrybudget/retrybudget/internal/matrix"
 	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/stress"
-	"github.com/retrybudget/retrybudget/yield"
 )
 
 // TestLoopKillMatrix runs every loop check, each in a child process, on the
@@ -24,11 +23,6 @@ func TestLoopKillMatrix(t *testing.T) {
 	}
 	rows := []row{{stress.RetrierLoop(), "", false}, {mutants.CorrectLoop(), "", false}, {mutants.CorrectHedgeLoop(), "", false}}
 	for _, m := range mutants.Loops() {
-		if m.Interleaving && !yield.Instrumented() {
-			// Caught under control; TestLoopCatchRates measures both.
-			t.Logf("%s needs an interleaving: its row runs through cmd/budgetcheck, which instruments the loops", m.Loop.Name)
-			continue
-		}
 		rows = append(rows, row{m.Loop, m.CaughtBy, m.Premise})
 	}
 	checks := stress.LoopChecks()

@@ -1,0 +1,246 @@
+package budgettest
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/internal/control"
+	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/stressrun"
+	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/yield"
+)
+
+// A call is one call of Run, Verify or VerifyCheck, as the controlled
+// stage sees it: the test that made it, the name a child gives the same
+// call, and whether this process is that child.
+type call struct {
+	t     *testing.T
+	id    string
+	child string // in a child: the check whose controlled stage runs here, "" if none
+	skip  bool   // in a child, a call other than the one it runs: do nothing
+}
+
+// enter names the call of t and says whether this process runs it: a child
+// runs only the call it was started for, and of that only the controlled
+// stage of one check.
+func enter(t *testing.T) call {
+	c := call{t: t, id: control.CallID(t)}
+	if !control.InChild() {
+		return c
+	}
+	for _, ck := range Checks() {
+		if control.Mine(c.id + "|" + string(ck)) {
+			c.child = string(ck)
+			return c
+		}
+	}
+	c.skip = true
+	return c
+}
+
+// hasControlledStage reports whether check c has a controlled stage for
+// sub: the Linearizable check always does, the Invariant check for a model
+// of the model package's families (its stress runs).
+func hasControlledStage[S any](sub Subject[S], c Check) bool {
+	switch c {
+	case CheckLinearizable:
+		return true
+	case CheckInvariant:
+		_, inflight := sub.Model.(model.InFlightLimit)
+		return stressrun.HasInvariant(sub.Model) && !(inflight && harness.IsStructured(sub.Model))
+	}
+	return false
+}
+
+// childOutcome is what a child sends back of one check's controlled stage.
+type childOutcome struct {
+	Failure *Failure `json:",omitempty"`
+	Err     string   `json:",omitempty"` // an error that is not a Failure
+	Skip    string   `json:",omitempty"`
+	Notes   []string `json:",omitempty"` // for the parent's log
+}
+
+// runChild runs, in a child, the controlled stage of the check named by c
+// and writes its outcome.
+func (sub Subject[S]) runChild(t *testing.T, c call) {
+	var o childOutcome
+	start := time.Now()
+	err := sub.run(t, Check(c.child))
+	var s skip
+	var f *Failure
+	switch {
+	case errors.As(err, &s):
+		o.Skip = string(s)
+	case errors.As(err, &f):
+		o.Failure = f
+	case err != nil:
+		o.Err = err.Error()
+	}
+	o.Notes = append(o.Notes, fmt.Sprintf("controlled stage: %d schedules per scenario or run (%s), %v", control.Schedules(), control.Describe(), time.Since(start).Round(time.Millisecond)))
+	data, jerr := json.Marshal(o)
+	if jerr == nil {
+		jerr = control.WriteResult(data)
+	}
+	if jerr != nil {
+		t.Errorf("budgettest: the controlled stage could not send its outcome: %v", jerr)
+	}
+}
+
+var uncontrolledOnce sync.Once
+
+// uncontrolled says, in one line, that the verdict of check ck was not
+// controlled and why; under -budgettest.control=require it is a failure.
+func uncontrolled(t *testing.T, ck Check, why string) error {
+	line := fmt.Sprintf("budgettest: %s: uncontrolled verdict (free runs only): %s", ck, why)
+	if m, _ := control.CurrentMode(); m == control.Require {
+		return fail(ruleControl, "%s; -budgettest.control=require asks for a controlled verdict", line)
+	}
+	t.Log(line)
+	uncontrolledOnce.Do(func() { fmt.Fprintln(os.Stderr, line) })
+	return nil
+}
+
+// controlledStage runs the controlled stage of check ck for the call c in
+// a child process, when this process is not instrumented itself, and
+// returns its failure, or nil.
+func (sub Subject[S]) controlledStage(t *testing.T, c call, ck Check) error {
+	if !hasControlledStage(sub, ck) || control.Schedules() == 0 {
+		return nil
+	}
+	if yield.Instrumented() {
+		return nil // the check explored schedules itself
+	}
+	mode, err := control.CurrentMode()
+	if err != nil {
+		return fail(ruleControl, "%v", err)
+	}
+	if mode == control.Off {
+		return uncontrolled(t, ck, "-budgettest.control=off")
+	}
+	child, err := control.Binary(sub.typePkgs)
+	var u *control.Uncontrolled
+	if errors.As(err, &u) {
+		return uncontrolled(t, ck, u.Why)
+	}
+	if err != nil {
+		return uncontrolled(t, ck, err.Error())
+	}
+	if child.Built {
+		t.Logf("budgettest: built the instrumented test binary in %v (%d yield points in %s); later runs of unchanged sources reuse it",
+			child.Took.Round(time.Millisecond), child.Points, strings.Join(child.Packages, " "))
+	}
+	timeout := 10 * time.Minute
+	sp, err := control.Spawn(c.t, child, c.id+"|"+string(ck), timeout)
+	if err != nil {
+		return fail(ruleControl, "%s: the controlled stage could not start: %v", sub.name(), err)
+	}
+	if sp.Result == nil {
+		why := "died"
+		if sp.Killed {
+			why = "ran out of time"
+		}
+		return fail(ruleControl, "%s: the child process of the controlled stage %s before it finished (after %v):\n%s",
+			sub.name(), why, sp.Elapsed.Round(time.Millisecond), tail(sp.Output, 60))
+	}
+	var o childOutcome
+	if err := json.Unmarshal(sp.Result, &o); err != nil {
+		return fail(ruleControl, "%s: the controlled stage's outcome is unreadable: %v", sub.name(), err)
+	}
+	for _, n := range o.Notes {
+		t.Logf("%s: %s", sub.name(), n)
+	}
+	switch {
+	case o.Failure != nil:
+		adoptArtifacts(t, o.Failure)
+		return o.Failure
+	case o.Err != "":
+		return fail(rulePanic, "%s: the controlled stage: %s", sub.name(), o.Err)
+	}
+	return nil
+}
+
+// adoptArtifacts copies the files a child saved for f into t's artifact
+// directory, and makes f name the copies: the child's directory goes when
+// it does.
+func adoptArtifacts(t *testing.T, f *Failure) {
+	for _, p := range []*string{&f.HTMLPath, &f.JSONPath} {
+		if *p == "" {
+			continue
+		}
+		data, err := os.ReadFile(*p)
+		if err != nil {
+			continue
+		}
+		to := filepath.Join(t.ArtifactDir(), filepath.Base(*p))
+		if os.WriteFile(to, data, 0o644) == nil {
+			f.Detail = strings.ReplaceAll(f.Detail, *p, to)
+			*p = to
+		}
+	}
+	if fl := flag.Lookup("test.artifacts"); (fl == nil || fl.Value.String() != "true") && f.HTMLPath != "" {
+		f.Detail += "\n(go test deletes these when the test ends: rerun with -artifacts to keep them)"
+	}
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{"..."}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// typePackages returns the import paths of the packages that declare the
+// type of b and the types of the values it holds, through pointers,
+// interfaces and struct fields, three levels deep: an adapter in your test
+// package that wraps another module's budget names that module's package
+// too. The standard library's packages are left out.
+func typePackages(b any) []string {
+	seen := map[string]bool{}
+	var out []string
+	var walk func(v reflect.Value, depth int)
+	walk = func(v reflect.Value, depth int) {
+		for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) {
+			if v.IsNil() {
+				return
+			}
+			if v.Kind() == reflect.Pointer {
+				if p := v.Type().Elem().PkgPath(); p != "" && !seen[p] {
+					seen[p] = true
+					out = append(out, p)
+				}
+			}
+			v = v.Elem()
+		}
+		if !v.IsValid() {
+			return
+		}
+		if p := v.Type().PkgPath(); p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+		if depth == 0 || v.Kind() != reflect.Struct {
+			return
+		}
+		for i := range v.NumField() {
+			walk(v.Field(i), depth-1)
+		}
+	}
+	walk(reflect.ValueOf(b), 3)
+	return slices.DeleteFunc(out, func(p string) bool {
+		first, _, _ := strings.Cut(p, "/")
+		return !strings.Contains(first, ".") // the standard library
+	})
+}

@@ -1,0 +1,164 @@
+package control
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The environment of a child: which call of the suite it runs the
+// controlled stage of, and the file it writes that stage's result to.
+const (
+	childEnv = "RETRYBUDGET_CONTROL_CHILD"
+	outEnv   = "RETRYBUDGET_CONTROL_OUT"
+)
+
+var (
+	ordMu    sync.Mutex
+	ordinals = map[testing.TB]int{}
+)
+
+// CallID names a call of the suite within the running test: the test's
+// name and how many calls the same test (this run of it: -count runs it
+// again) made before it. A child runs the same test once, makes the same
+// calls in the same order, and so gives each the same name.
+func CallID(t testing.TB) string {
+	ordMu.Lock()
+	defer ordMu.Unlock()
+	n, ok := ordinals[t]
+	if !ok {
+		t.Cleanup(func() {
+			ordMu.Lock()
+			defer ordMu.Unlock()
+			delete(ordinals, t)
+		})
+	}
+	ordinals[t] = n + 1
+	return t.Name() + "#" + strconv.Itoa(n)
+}
+
+// InChild reports whether this process is a child that Spawn started.
+func InChild() bool { return os.Getenv(childEnv) != "" }
+
+// Mine reports whether this process is the child that runs the controlled
+// stage of the call id.
+func Mine(id string) bool { return os.Getenv(childEnv) == id }
+
+// WriteResult writes the controlled stage's result, in the child.
+func WriteResult(data []byte) error {
+	p := os.Getenv(outEnv)
+	if p == "" {
+		return fmt.Errorf("budgettest: not a child process (%s unset)", outEnv)
+	}
+	return os.WriteFile(p, data, 0o644)
+}
+
+// A Spawned is what a child left: the result it wrote, or nil if it died
+// before writing one, and everything it printed.
+type Spawned struct {
+	Result  []byte
+	Output  string
+	Elapsed time.Duration
+	Killed  bool // it ran past its time and was signalled
+}
+
+// killGrace is how long after its own -test.timeout a child gets before
+// the parent signals it.
+const killGrace = 10 * time.Second
+
+// Spawn runs the test t in the child binary c with the call id marked as
+// the one whose controlled stage runs, and returns what it left. The
+// child gets the flags of this family as they are set, every other flag
+// set on the command line, and at most timeout (less when t's deadline is
+// nearer).
+func Spawn(t *testing.T, c *Child, id string, timeout time.Duration) (*Spawned, error) {
+	if d, ok := t.Deadline(); ok {
+		if left := time.Until(d) - 2*killGrace; left < timeout {
+			timeout = max(left, 10*time.Second)
+		}
+	}
+	dir, err := os.MkdirTemp("", "budgettest-child-")
+	if err != nil {
+		return nil, err
+	}
+	// The directory outlives the child: the files it saved for a failure
+	// are there until the parent's test ends.
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Mkdir(filepath.Join(dir, "artifacts"), 0o755); err != nil {
+		return nil, err
+	}
+	out := filepath.Join(dir, "result.json")
+	args := append([]string{"-test.run=" + RunPattern(t.Name()), "-test.count=1", "-test.timeout=" + timeout.String(),
+		"-test.artifacts", "-test.outputdir=" + filepath.Join(dir, "artifacts")}, childFlags()...)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+killGrace)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Path, args...)
+	cmd.Env = append(childEnvironment(), childEnv+"="+id, outEnv+"="+out)
+	cmd.Cancel = func() error {
+		// SIGQUIT: the Go runtime prints every goroutine's stack, then
+		// exits. Where there is no such signal, kill.
+		if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+			return cmd.Process.Kill()
+		}
+		return nil
+	}
+	cmd.WaitDelay = killGrace
+	start := time.Now()
+	output, _ := cmd.CombinedOutput()
+	s := &Spawned{Output: string(output), Elapsed: time.Since(start), Killed: ctx.Err() != nil}
+	if data, err := os.ReadFile(out); err == nil {
+		s.Result = data
+	}
+	return s, nil
+}
+
+// childEnvironment is the parent's environment without a child's marks,
+// with the race detector (if the parent's variables reach a child built
+// with it) not sleeping at exit.
+func childEnvironment() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, childEnv+"=") || strings.HasPrefix(kv, outEnv+"=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// childFlags are the flags of this family as they are now, and every
+// other flag set on the command line but go test's own, so that a test
+// that reads its own flags makes the same calls in the child.
+func childFlags() []string {
+	out := Flags()
+	flag.Visit(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, "test.") || strings.HasPrefix(f.Name, "budgettest.") || strings.HasPrefix(f.Name, "stress.") {
+			return
+		}
+		out = append(out, "-"+f.Name+"="+f.Value.String())
+	})
+	if v := flag.Lookup("budgettest.instrument"); v != nil && v.Value.String() != "" {
+		out = append(out, "-budgettest.instrument="+v.Value.String())
+	}
+	return out
+}
+
+// RunPattern returns a -test.run pattern that selects exactly the test
+// named name, subtests included.
+func RunPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
