@@ -49,6 +49,89 @@ func enter(t *testing.T) call {
 	return c
 }
 
+// A part is one error of what a call gave back, as the parent records it
+// for a child: the check that failed (none for a subject turned away) and
+// its Failure, or the text of another error.
+type part struct {
+	Check   string   `json:",omitempty"`
+	Failure *Failure `json:",omitempty"`
+	Text    string   `json:",omitempty"`
+}
+
+var (
+	priorMu sync.Mutex
+	priors  = map[*testing.T]map[string]json.RawMessage{}
+)
+
+// record keeps, in the parent, what the call gave back, for the children
+// of later calls of the same test.
+func (c call) record(parts []part) {
+	data, err := json.Marshal(parts)
+	if err != nil {
+		return
+	}
+	priorMu.Lock()
+	defer priorMu.Unlock()
+	m := priors[c.t]
+	if m == nil {
+		m = map[string]json.RawMessage{}
+		priors[c.t] = m
+		c.t.Cleanup(func() {
+			priorMu.Lock()
+			defer priorMu.Unlock()
+			delete(priors, c.t)
+		})
+	}
+	m[c.id] = data
+}
+
+// prior returns the calls of the test recorded so far.
+func (c call) prior() map[string]json.RawMessage {
+	priorMu.Lock()
+	defer priorMu.Unlock()
+	out := map[string]json.RawMessage{}
+	for k, v := range priors[c.t] {
+		out[k] = v
+	}
+	return out
+}
+
+// replayed returns, in a child, what this call, one the child does not
+// run, gave back in the parent: the same error, rebuilt, so that the test
+// goes on as it did there.
+func (c call) replayed() error {
+	data, ok := control.Prior(c.id)
+	if !ok {
+		return nil
+	}
+	var parts []part
+	if json.Unmarshal(data, &parts) != nil {
+		return nil
+	}
+	return parts2err(parts)
+}
+
+// parts2err builds the error a list of parts stands for: a lone Failure
+// with no check as it is (a subject turned away), the others joined, each
+// prefixed with its check.
+func parts2err(parts []part) error {
+	if len(parts) == 1 && parts[0].Check == "" && parts[0].Failure != nil {
+		return parts[0].Failure
+	}
+	var errs []error
+	for _, p := range parts {
+		var e error = p.Failure
+		if p.Failure == nil {
+			e = errors.New(p.Text)
+		}
+		if p.Check != "" {
+			e = fmt.Errorf("%s: %w", p.Check, e)
+		}
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
 // hasControlledStage reports whether check c has a controlled stage for
 // sub: the Linearizable check always does, the Invariant check for a model
 // of the model package's families (its stress runs).
@@ -141,7 +224,7 @@ func (sub Subject[S]) controlledStage(t *testing.T, c call, ck Check) error {
 			child.Took.Round(time.Millisecond), child.Points, strings.Join(child.Packages, " "))
 	}
 	timeout := 10 * time.Minute
-	sp, err := control.Spawn(c.t, child, c.id+"|"+string(ck), timeout)
+	sp, err := control.Spawn(c.t, child, c.id+"|"+string(ck), c.prior(), timeout)
 	if err != nil {
 		return fail(ruleControl, "%s: the controlled stage could not start: %v", sub.name(), err)
 	}

@@ -224,7 +224,7 @@ func Verify[S any](t *testing.T, sub Subject[S]) error {
 func (sub Subject[S]) verify(t *testing.T, cs []Check) error {
 	c := enter(t)
 	if c.skip {
-		return nil
+		return c.replayed()
 	}
 	sub, f := sub.prepare(t)
 	if c.child != "" {
@@ -234,16 +234,23 @@ func (sub Subject[S]) verify(t *testing.T, cs []Check) error {
 		return nil
 	}
 	if f != nil {
+		c.record([]part{{Failure: f}})
 		return f
 	}
-	var errs []error
+	var parts []part
 	for _, ck := range cs {
 		err := sub.stages(t, c, ck)
-		if err != nil && !errors.As(err, new(skip)) {
-			errs = append(errs, fmt.Errorf("%s: %w", ck, err))
+		if err == nil || errors.As(err, new(skip)) {
+			continue
 		}
+		p := part{Check: string(ck)}
+		if !errors.As(err, &p.Failure) {
+			p.Text = err.Error()
+		}
+		parts = append(parts, p)
 	}
-	return errors.Join(errs...)
+	c.record(parts)
+	return parts2err(parts)
 }
 
 // VerifyCheck validates sub and runs one check on it, as Verify does, and

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -21,6 +22,11 @@ import (
 const (
 	childEnv = "RETRYBUDGET_CONTROL_CHILD"
 	outEnv   = "RETRYBUDGET_CONTROL_OUT"
+	// priorEnv names a file holding what the calls the test made before
+	// the child's call gave back in the parent, for the child to give
+	// back the same: a test that goes on only when an earlier call failed
+	// (a broken budget's test, say) then reaches the child's call.
+	priorEnv = "RETRYBUDGET_CONTROL_PRIOR"
 )
 
 var (
@@ -54,13 +60,37 @@ func InChild() bool { return os.Getenv(childEnv) != "" }
 // stage of the call id.
 func Mine(id string) bool { return os.Getenv(childEnv) == id }
 
-// WriteResult writes the controlled stage's result, in the child.
+// WriteResult writes the controlled stage's result, in the child, and
+// ends the child: what the test does after the call is the parent's.
 func WriteResult(data []byte) error {
 	p := os.Getenv(outEnv)
 	if p == "" {
 		return fmt.Errorf("budgettest: not a child process (%s unset)", outEnv)
 	}
-	return os.WriteFile(p, data, 0o644)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return err
+	}
+	os.Exit(0)
+	return nil
+}
+
+var (
+	priorOnce sync.Once
+	prior     map[string]json.RawMessage
+)
+
+// Prior returns, in a child, what the call id gave back in the parent, if
+// the parent sent it.
+func Prior(id string) (json.RawMessage, bool) {
+	priorOnce.Do(func() {
+		if p := os.Getenv(priorEnv); p != "" {
+			if data, err := os.ReadFile(p); err == nil {
+				json.Unmarshal(data, &prior)
+			}
+		}
+	})
+	v, ok := prior[id]
+	return v, ok
 }
 
 // A Spawned is what a child left: the result it wrote, or nil if it died
@@ -81,7 +111,10 @@ const killGrace = 10 * time.Second
 // child gets the flags of this family as they are set, every other flag
 // set on the command line, and at most timeout (less when t's deadline is
 // nearer).
-func Spawn(t *testing.T, c *Child, id string, timeout time.Duration) (*Spawned, error) {
+//
+// prior maps the names of the calls t made before id (CallID's) to what
+// each gave back, for Prior in the child.
+func Spawn(t *testing.T, c *Child, id string, prior map[string]json.RawMessage, timeout time.Duration) (*Spawned, error) {
 	if d, ok := t.Deadline(); ok {
 		if left := time.Until(d) - 2*killGrace; left < timeout {
 			timeout = max(left, 10*time.Second)
@@ -104,6 +137,17 @@ func Spawn(t *testing.T, c *Child, id string, timeout time.Duration) (*Spawned, 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.Path, args...)
 	cmd.Env = append(childEnvironment(), childEnv+"="+id, outEnv+"="+out)
+	if len(prior) > 0 {
+		data, err := json.Marshal(prior)
+		if err != nil {
+			return nil, err
+		}
+		p := filepath.Join(dir, "prior.json")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return nil, err
+		}
+		cmd.Env = append(cmd.Env, priorEnv+"="+p)
+	}
 	cmd.Cancel = func() error {
 		// SIGQUIT: the Go runtime prints every goroutine's stack, then
 		// exits. Where there is no such signal, kill.
@@ -128,7 +172,7 @@ func Spawn(t *testing.T, c *Child, id string, timeout time.Duration) (*Spawned, 
 func childEnvironment() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, childEnv+"=") || strings.HasPrefix(kv, outEnv+"=") {
+		if strings.HasPrefix(kv, childEnv+"=") || strings.HasPrefix(kv, outEnv+"=") || strings.HasPrefix(kv, priorEnv+"=") {
 			continue
 		}
 		env = append(env, kv)

@@ -150,7 +150,7 @@ func ceilRefill(perSecond int64, elapsed time.Duration) int64 {
 
 // CheckRatio checks that by every grant, the retries granted in its window
 // are at most max(Floor, Ratio × the requests that may have been made in
-// that window).
+// that window + Reserve), the model's allowance.
 func (r *Run) CheckRatio(m model.Ratio) error {
 	width := int64(m.Window) / m.Slots
 	slot := func(phase int) int64 {
@@ -184,12 +184,12 @@ func (r *Run) CheckRatio(m model.Ratio) error {
 		}
 		hi, lo := bits.Mul64(uint64(nReqs), uint64(m.PPM))
 		prop, _ := bits.Div64(hi, lo, 1_000_000)
-		if allowed := max(m.Floor, int64(prop)); nGrants > allowed {
+		if allowed := max(m.Floor, int64(prop)+m.Reserve); nGrants > allowed {
 			return &Violation{
-				Rule:  "ratio: retries granted in a window <= max(floor, ratio × requests in it)",
+				Rule:  "ratio: retries granted in a window <= max(floor, ratio × requests in it + reserve)",
 				At:    e,
 				Got:   fmt.Sprintf("%d retries granted in the window", nGrants),
-				Bound: fmt.Sprintf("%d = max(%d, %d ppm × %d requests)", allowed, m.Floor, m.PPM, nReqs),
+				Bound: fmt.Sprintf("%d = max(%d, %d ppm × %d requests + %d)", allowed, m.Floor, m.PPM, nReqs, m.Reserve),
 			}
 		}
 		return nil

@@ -1,0 +1,5 @@
+//go:build !race
+
+package unseen
+
+const raceEnabled = false
