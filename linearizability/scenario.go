@@ -291,6 +291,11 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 			}
 		}
 		rep = yield.Run(*s.Control, fs...)
+		if rep.Exhausted {
+			// The calls went past the step bound: a livelock, and some
+			// may still be running, so the history is not read.
+			return nil, rep, &harness.Fault{Cause: harness.Stuck, During: "a controlled run: " + rep.Reason}
+		}
 		if cleanup != nil {
 			defer cleanup()
 		}

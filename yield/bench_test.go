@@ -28,7 +28,8 @@ func BenchmarkHook(b *testing.B) {
 }
 
 // The cost of a yield point inside a controlled run: two goroutines make
-// b.N/2 points each; PCT of depth 1 never switches, the random walk
+// b.N/2 points each (past the default step bound when b.N is large, so
+// the bound is raised); PCT of depth 1 never switches, the random walk
 // switches at about half of them.
 func BenchmarkControlledPoint(b *testing.B) {
 	for _, st := range []yield.Strategy{yield.PCT(1), yield.Walk()} {
@@ -40,7 +41,7 @@ func BenchmarkControlledPoint(b *testing.B) {
 				}
 			}
 			b.ResetTimer()
-			yield.Run(yield.Options{Seed: 1, Strategy: st}, f, f)
+			yield.Run(yield.Options{Seed: 1, Strategy: st, MaxSteps: b.N + 16}, f, f)
 		})
 	}
 }

@@ -4,13 +4,14 @@
 // The command budgetcheck rewrites the packages under test so that every
 // sync/atomic operation, every Lock, Unlock, RLock, RUnlock and TryLock of a
 // sync.Mutex or sync.RWMutex, every sync.Once.Do, every channel send and
-// receive, and every select statement passes through this package first
-// (see internal/instrument for the exact rewrites). The rewritten files go
-// to go test -overlay: the user's sources never change, and line numbers in
-// stacks and failures are the user's.
+// receive, every select statement and every call of runtime.Gosched
+// passes through this package first (see internal/instrument for the
+// exact rewrites). The rewritten files go to go test -overlay: the user's
+// sources never change, and line numbers in stacks and failures are the
+// user's.
 //
-// Outside a controlled run each hook is one atomic load and a branch, and
-// then the operation itself, except a select, which goes through
+// Outside a controlled run each hook is one atomic load and a branch ([Go]
+// two), and then the operation itself, except a select, which goes through
 // reflect.Select and allocates its cases; code that is not rewritten does
 // not call the hooks at all.
 //
@@ -43,6 +44,51 @@
 // inside the run; a hedging loop's attempts) are scheduled too, through
 // [Go], until every function given to [Run] has returned; then they run
 // freely.
+//
+// # Spinning
+//
+// A goroutine that waits in a loop for another (a spin lock on an atomic
+// flag) makes no progress, and PCT, choosing it while it has the highest
+// priority, would never let the other run. So each step is settled, at
+// the next yield point of the goroutine that took it, as progress or not:
+// an atomic operation through [P] that left the variable's value as it
+// was (a load, a failed CompareAndSwap, a store of the same value), a P of
+// anything but a pointer to an atomic variable (a read of a field), a
+// failed TryLock or TryRLock, a blocking operation that could not complete
+// and a select that took its default case made none; so did a call of
+// runtime.Gosched, which the rewrite passes through [Spin] ([Gosched] in
+// code that calls the hooks itself). Every other step made progress, and
+// so do a goroutine's return and a channel operation that the scheduler
+// completes for a blocked goroutine. A goroutine is spinning once 16 of its
+// steps in a row made no progress while no step of any goroutine made
+// any, and from its Spin until a step makes progress. A spinning
+// goroutine is passed over while a goroutine that is not spinning can
+// run; when every goroutine that can run spins, the blocked ones are
+// candidates too (the one chosen tries its operation again), and the
+// least recently chosen runs. Passing a spinning goroutine over is not
+// counted among a [Report]'s preemptions. All of this depends only on what
+// the goroutines did, so a schedule still replays choice by choice.
+//
+// # The step bound
+//
+// A run takes at most [Options.MaxSteps] steps ([DefaultMaxSteps], a
+// million, when zero), which bounds the schedule it records (a byte a
+// step while it runs). At the yield point past the bound the run falls
+// back to free running, and its [Report] is Free and Exhausted, with the
+// Reason "step bound of N exceeded: a goroutine is spinning or the run
+// does not end"; [Run] then returns once the functions have returned, or
+// after [Options.Stall] of free running if they have not (a livelock),
+// leaving them running.
+//
+// # Leftovers
+//
+// A run's control ends when its functions have returned or when it falls
+// back; the next Run may start then. The goroutines it leaves behind
+// (those its code started that have not returned; after a fallback, all
+// that have not), and the goroutines they start with Go, run freely and
+// never join a later run: their hooks pass straight through, their
+// unlocks and closes do not wake the later run's blocked goroutines, and
+// their [Outside] does not count as the later run's.
 //
 // # What is not under control
 //

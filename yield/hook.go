@@ -9,9 +9,16 @@ import (
 // P is a yield point that returns x: the rewrite of a method call on an
 // atomic value, or of an atomic function's first argument, so that the
 // expression keeps its shape: b.n.Add(1) becomes yield.P(&b.n).Add(1).
+// In a controlled run, an operation on an atomic variable that leaves its
+// value as it was (a load, a failed CompareAndSwap) makes no progress, and
+// neither does a P of anything else (a read of a field): see Spinning in
+// the package documentation.
 func P[T any](x T) T {
-	if r := active.Load(); r != nil {
-		r.point()
+	if r := active.Load(); r != nil && !r.free.Load() {
+		if g := r.self(); g != nil {
+			r.yield(g)
+			g.watch(x)
+		}
 	}
 	return x
 }
@@ -41,11 +48,9 @@ func (m Mutex) Lock() {
 	m.m.Lock()
 }
 
-// TryLock tries to lock the mutex, after a yield point.
-func (m Mutex) TryLock() bool {
-	Point()
-	return m.m.TryLock()
-}
+// TryLock tries to lock the mutex, after a yield point. A failure makes
+// no progress (see Spinning in the package documentation).
+func (m Mutex) TryLock() bool { return try(m.m.TryLock) }
 
 // Unlock unlocks the mutex, then yields.
 func (m Mutex) Unlock() {
@@ -80,17 +85,13 @@ func (m RWMutex) RLock() {
 	m.m.RLock()
 }
 
-// TryLock tries to lock the mutex for writing, after a yield point.
-func (m RWMutex) TryLock() bool {
-	Point()
-	return m.m.TryLock()
-}
+// TryLock tries to lock the mutex for writing, after a yield point. A
+// failure makes no progress (see Spinning in the package documentation).
+func (m RWMutex) TryLock() bool { return try(m.m.TryLock) }
 
-// TryRLock tries to lock the mutex for reading, after a yield point.
-func (m RWMutex) TryRLock() bool {
-	Point()
-	return m.m.TryRLock()
-}
+// TryRLock tries to lock the mutex for reading, after a yield point. A
+// failure makes no progress.
+func (m RWMutex) TryRLock() bool { return try(m.m.TryRLock) }
 
 // Unlock unlocks the mutex for writing, then yields.
 func (m RWMutex) Unlock() {

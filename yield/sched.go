@@ -87,19 +87,31 @@ type Options struct {
 	// strategy chooses past its end, or where it names a goroutine that
 	// cannot run (the Report then says it diverged).
 	Schedule []int `json:"schedule,omitempty"`
+	// MaxSteps bounds the yield points of the run, and so the schedule it
+	// records: at the yield point past it the run falls back to free
+	// running, and the Report says it was Exhausted. Zero is
+	// DefaultMaxSteps.
+	MaxSteps int `json:"maxSteps,omitempty"`
 	// Stall is how long the goroutine holding the baton may run without
 	// reaching a yield point, and how long every goroutine may stay
 	// blocked, before the run falls back to free running. Zero is 2 s.
 	Stall time.Duration `json:"-"`
 }
 
+// DefaultMaxSteps is the step bound of a run whose Options.MaxSteps is
+// zero.
+const DefaultMaxSteps = 1_000_000
+
 // String formats o as ParseOptions reads it:
-// "pct3,seed=7,length=1200,schedule=0*12/1*3/0*4".
+// "pct3,seed=7,length=1200,maxsteps=5000,schedule=0*12/1*3/0*4".
 func (o Options) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s,seed=%d", o.Strategy, o.Seed)
 	if o.Length > 0 {
 		fmt.Fprintf(&b, ",length=%d", o.Length)
+	}
+	if o.MaxSteps > 0 {
+		fmt.Fprintf(&b, ",maxsteps=%d", o.MaxSteps)
 	}
 	if len(o.Schedule) > 0 {
 		b.WriteString(",schedule=")
@@ -165,6 +177,12 @@ func ParseOptions(s string) (Options, error) {
 				return bad("length %q is not a count", v)
 			}
 			o.Length = n
+		case "maxsteps":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return bad("maxsteps %q is not a count", v)
+			}
+			o.MaxSteps = n
 		case "schedule":
 			for _, run := range strings.Split(v, "/") {
 				g, c, ok := strings.Cut(run, "*")
@@ -194,11 +212,18 @@ type Report struct {
 	// why; the choices before it are in the schedule.
 	Free   bool   `json:"free,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Exhausted is set, with Free, if the run reached its step bound
+	// (Options.MaxSteps): a goroutine spun, or the run did not end. Run
+	// then returns once the functions have returned, or after
+	// Options.Stall of free running, whichever is first.
+	Exhausted bool `json:"exhausted,omitempty"`
 	// Diverged is set if a schedule given to replay named a goroutine that
 	// could not run at some point: the code did not do the same thing.
 	Diverged bool `json:"diverged,omitempty"`
 	// Preemptions holds the steps of the schedule at which the goroutine
-	// that had the baton could have gone on but another was chosen.
+	// that had the baton could have gone on but another was chosen; a
+	// goroutine that is spinning (see Spinning in the package
+	// documentation) and is passed over is not preempted.
 	Preemptions []int `json:"preemptions,omitempty"`
 }
 
@@ -231,6 +256,16 @@ type gor struct {
 	child bool    // started by Go during the run
 	g     uintptr // the goroutine's identity, curG
 	w     *waiter // while it waits in a channel operation
+
+	// What tells a spinning goroutine (see spin.go). mark, cell and
+	// before are only touched by the goroutine itself; epoch, quiet and
+	// last under run.mu.
+	mark   mark
+	cell   any       // with markWatch, the atomic variable of g's step
+	before cellValue // and its value when the step began
+	epoch  uint64    // the run's epoch when quiet was last reset
+	quiet  int       // g's steps without progress since then
+	last   int       // 1 + the step at which g was last chosen; 0 if never
 }
 
 type run struct {
@@ -250,6 +285,8 @@ type run struct {
 	// initial is the number of Run's functions, and left the number of
 	// them that have not returned.
 	initial, left int
+	// maxSteps is Options.MaxSteps, or its default.
+	maxSteps int
 
 	mu  sync.Mutex
 	rng *rand.Rand
@@ -261,19 +298,32 @@ type run struct {
 	waiters   []*waiter // in the order they began to wait
 	changes   []int     // PCT's change points, in steps
 	low       int       // the priority the next change point gives
-	schedule  []int
-	preempted []int // the steps of schedule that preempted a runnable goroutine
+	schedule  []uint8   // the choices, goroutine ids below maxGoroutines
+	preempted []int     // the steps of schedule that preempted a runnable goroutine
 	diverged  bool
 	reason    string
+	exhausted bool      // the fallback was for the step bound
 	blockedAt time.Time // when every goroutine was last seen blocked
+	// epoch counts the steps that made progress (see spin.go).
+	epoch uint64
+	// ready is pickLocked's buffer.
+	ready []*gor
 }
 
 // Run runs fs as goroutines, one at a time, choosing who runs at each yield
-// point by opt, and returns when all have returned. A panic or
+// point by opt, and returns when all have returned, or, if the run reached
+// its step bound, after Options.Stall of free running. A panic or
 // runtime.Goexit in one of them ends that goroutine as usual (Run's caller
 // must recover it inside the function). Only one controlled run happens at
-// a time; a second Run waits for the first. Run panics if given more than
-// 64 functions.
+// a time; a second Run waits until the first's control ends: when all its
+// functions have returned, or when it falls back to free running, as it
+// does at the latest at its step bound. Run panics if given more than 64
+// functions.
+//
+// The goroutines a run leaves behind, running freely (those its code
+// started and that have not returned, or all of them after a fallback),
+// never join a later run: their hooks pass straight through and do not
+// wake that run's goroutines.
 func Run(opt Options, fs ...func()) Report {
 	if len(fs) > maxGoroutines {
 		panic(fmt.Sprintf("yield: Run of %d functions, at most %d", len(fs), maxGoroutines))
@@ -285,13 +335,12 @@ func Run(opt Options, fs ...func()) Report {
 		opt.Length = 1000
 	}
 	runMu.Lock()
-	defer runMu.Unlock()
 	r := newRun(opt, len(fs))
 	if len(fs) == 0 {
+		runMu.Unlock()
 		return r.report()
 	}
 	active.Store(r)
-	defer active.Store(nil)
 	var wg, registered sync.WaitGroup
 	registered.Add(len(fs))
 	for i, f := range fs {
@@ -299,18 +348,36 @@ func Run(opt Options, fs ...func()) Report {
 		wg.Go(func() { r.enter(gi, &registered, f) })
 	}
 	registered.Wait()
-	stop := make(chan struct{})
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		r.watch(stop)
+		r.watch()
 	}()
 	r.mu.Lock()
 	r.handTo(r.pickLocked(nil))
 	r.mu.Unlock()
-	wg.Wait()
-	close(stop)
+	// Control ends when the last function returns or at a fallback, which
+	// both close release; what is left of the run then runs freely, and
+	// the next run may start.
+	<-r.release
+	active.CompareAndSwap(r, nil)
 	<-watched
+	runMu.Unlock()
+	if r.wasExhausted() {
+		returned := make(chan struct{})
+		go func() {
+			wg.Wait()
+			close(returned)
+		}()
+		t := time.NewTimer(opt.Stall)
+		defer t.Stop()
+		select {
+		case <-returned:
+		case <-t.C:
+		}
+	} else {
+		wg.Wait()
+	}
 	return r.report()
 }
 
@@ -318,22 +385,44 @@ func Run(opt Options, fs ...func()) Report {
 //
 //go:noinline
 func (r *run) enter(g *gor, registered *sync.WaitGroup, f func()) {
-	g.g = curG()
+	r.identify(g)
 	registered.Done()
 	r.await(g)
+	g.mark = markProgress
 	defer r.exit(g)
 	f()
 }
 
+// identify records the calling goroutine as g's; if the run has already
+// fallen back, it is left behind at once.
+func (r *run) identify(g *gor) {
+	r.mu.Lock()
+	g.g = curG()
+	if r.free.Load() {
+		leftovers.add(g.g)
+	}
+	r.mu.Unlock()
+}
+
+func (r *run) wasExhausted() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.exhausted
+}
+
 func newRun(opt Options, n int) *run {
 	r := &run{
-		opt:     opt,
-		release: make(chan struct{}),
-		rng:     rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15)),
-		selRng:  rand.New(rand.NewPCG(opt.Seed, 0x2545f4914f6cdd1d)),
-		onces:   map[*sync.Once]*gor{},
-		initial: n,
-		left:    n,
+		opt:      opt,
+		release:  make(chan struct{}),
+		rng:      rand.New(rand.NewPCG(opt.Seed, 0x9e3779b97f4a7c15)),
+		selRng:   rand.New(rand.NewPCG(opt.Seed, 0x2545f4914f6cdd1d)),
+		onces:    map[*sync.Once]*gor{},
+		initial:  n,
+		left:     n,
+		maxSteps: opt.MaxSteps,
+	}
+	if r.maxSteps <= 0 {
+		r.maxSteps = DefaultMaxSteps
 	}
 	d := opt.Strategy.depth()
 	prios := r.rng.Perm(n)
@@ -354,8 +443,11 @@ func (r *run) report() Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	o := r.opt
-	o.Schedule = slices.Clone(r.schedule)
-	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted)}
+	o.Schedule = make([]int, len(r.schedule))
+	for i, g := range r.schedule {
+		o.Schedule[i] = int(g)
+	}
+	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Exhausted: r.exhausted, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted)}
 }
 
 // self returns the calling goroutine if it is the one under control that
@@ -410,6 +502,7 @@ func (r *run) acquireAs(g *gor, try func() bool, block func()) {
 			block()
 			return
 		}
+		g.mark = markQuiet
 		r.mu.Lock()
 		g.st = blocked
 		r.handOff(g)
@@ -422,9 +515,14 @@ func (r *run) acquireAs(g *gor, try func() bool, block func()) {
 
 // released wakes every blocked goroutine after an operation that may let
 // one of them go on (an unlock, a completed channel operation), then, for
-// a goroutine under control, yields.
+// a goroutine under control, yields. A goroutine left behind by an
+// earlier run wakes none.
 func (r *run) released() {
 	if r.free.Load() {
+		return
+	}
+	self := r.self()
+	if self == nil && leftovers.has() {
 		return
 	}
 	r.mu.Lock()
@@ -434,7 +532,9 @@ func (r *run) released() {
 		}
 	}
 	r.mu.Unlock()
-	r.point()
+	if self != nil {
+		r.yield(self)
+	}
 }
 
 // exit hands the baton on from a goroutine that has returned.
@@ -447,9 +547,11 @@ func (r *run) exit(g *gor) {
 		r.left--
 	}
 	if r.free.Load() {
+		leftovers.remove(g.g) // it was left behind at the fallback
 		r.mu.Unlock()
 		return
 	}
+	r.epoch++ // a goroutine that returns makes progress
 	if r.left == 0 {
 		r.fallbackLocked("")
 		r.mu.Unlock()
@@ -479,6 +581,7 @@ func (r *run) handTo(g *gor) {
 // left is blocked it polls them, since a goroutine not under control may
 // release them; after Options.Stall of that, the run falls back.
 func (r *run) handOff(g *gor) {
+	defer func() { g.mark = markProgress }() // what g does next is not known
 	for {
 		next := r.pickLocked(g)
 		if next == g {
@@ -581,6 +684,7 @@ func (r *run) awaitOutside(d time.Duration) bool {
 	r.waiters = slices.DeleteFunc(r.waiters, func(x *waiter) bool { return x == o.w })
 	r.blockedAt = time.Time{}
 	r.ticks.Add(1)
+	r.epoch++
 	for _, g := range r.gs {
 		if g.st == blocked {
 			g.st = runnable
@@ -590,13 +694,35 @@ func (r *run) awaitOutside(d time.Duration) bool {
 }
 
 // pickLocked chooses the goroutine to run at the next yield point, from
-// the runnable ones, and records the choice; nil if none can run. from is
-// the goroutine giving up the baton (nil at the start).
+// the runnable ones, and records the choice; nil if none can run, or if
+// the run is free or has reached its step bound (it then falls back).
+// from is the goroutine giving up the baton (nil at the start), and the
+// caller: its step, which ends here, is settled first.
+//
+// A goroutine that is spinning (see spin.go) is passed over while another
+// that is not can run. When every goroutine that can run is spinning, the
+// blocked ones are candidates too (a goroutine outside control may have
+// released them; the one chosen tries again), and the least recently
+// chosen runs, so that each gets its turn.
 func (r *run) pickLocked(from *gor) *gor {
-	var ready []*gor
+	if r.free.Load() {
+		return nil
+	}
+	if from != nil {
+		r.settle(from)
+	}
+	step := len(r.schedule)
+	if step >= r.maxSteps {
+		r.exhausted = true
+		r.fallbackLocked(fmt.Sprintf("step bound of %d exceeded: a goroutine is spinning or the run does not end", r.maxSteps))
+		return nil
+	}
+	ready := r.ready[:0]
+	fair := true
 	for _, g := range r.gs {
 		if g.st == runnable {
 			ready = append(ready, g)
+			fair = fair && r.spinning(g)
 		}
 	}
 	if len(ready) == 0 {
@@ -605,43 +731,77 @@ func (r *run) pickLocked(from *gor) *gor {
 		r.cur.Store(nil)
 		return nil
 	}
-	step := len(r.schedule)
+	woken := uint64(0) // by index in gs
+	if fair {
+		ready = ready[:0]
+		for i, g := range r.gs {
+			if g.st == blocked {
+				g.st = runnable
+				woken |= 1 << i
+			}
+			if g.st == runnable {
+				ready = append(ready, g)
+			}
+		}
+	} else {
+		ready = slices.DeleteFunc(ready, r.spinning)
+	}
+	r.ready = ready
 	var next *gor
 	if step < len(r.opt.Schedule) {
-		if want := r.opt.Schedule[step]; want < len(r.gs) && r.gs[want].st == runnable {
+		if want := r.opt.Schedule[step]; want >= 0 && want < len(r.gs) && r.gs[want].st == runnable {
 			next = r.gs[want]
 		} else {
 			r.diverged = true
 		}
 	}
 	if next == nil {
-		next = r.choose(from, ready, step)
+		next = r.choose(from, ready, step, fair)
 	}
-	if from != nil && from != next && from.st == runnable {
+	for i, g := range r.gs {
+		if woken&(1<<i) != 0 && g != next {
+			g.st = blocked // woken only to be a candidate
+		}
+	}
+	if from != nil && from != next && from.st == runnable && !r.spinning(from) {
 		r.preempted = append(r.preempted, step)
 	}
-	r.schedule = append(r.schedule, next.id)
+	r.schedule = append(r.schedule, uint8(next.id))
+	next.last = step + 1
 	r.cur.Store(next)
+	clear(ready) // hold no goroutine
 	return next
 }
 
-// choose applies the strategy.
-func (r *run) choose(from *gor, ready []*gor, step int) *gor {
+// choose applies the strategy to ready, the goroutines that may run; fair
+// says they all spin, and the least recently chosen runs.
+func (r *run) choose(from *gor, ready []*gor, step int, fair bool) *gor {
+	if r.opt.Strategy.Kind != "walk" && r.opt.Strategy.Kind != "serial" {
+		for len(r.changes) > 0 && r.changes[0] <= step {
+			r.changes = r.changes[1:]
+			if from != nil {
+				from.prio = r.low
+				r.low--
+			}
+		}
+	}
+	if fair {
+		first := ready[0]
+		for _, g := range ready[1:] {
+			if g.last < first.last {
+				first = g
+			}
+		}
+		return first
+	}
 	switch r.opt.Strategy.Kind {
 	case "walk":
 		return ready[r.rng.IntN(len(ready))]
 	case "serial":
-		if from != nil && from.st == runnable {
+		if slices.Contains(ready, from) {
 			return from
 		}
 		return ready[0]
-	}
-	for len(r.changes) > 0 && r.changes[0] <= step {
-		r.changes = r.changes[1:]
-		if from != nil {
-			from.prio = r.low
-			r.low--
-		}
 	}
 	best := ready[0]
 	for _, g := range ready[1:] {
@@ -652,26 +812,34 @@ func (r *run) choose(from *gor, ready []*gor, step int) *gor {
 	return best
 }
 
-// fallbackLocked releases every goroutine to run freely; reason is empty
-// when the run is over. Called with r.mu held.
+// fallbackLocked releases every goroutine to run freely, and leaves
+// behind those that have not returned; reason is empty when the run is
+// over. Called with r.mu held.
 func (r *run) fallbackLocked(reason string) {
 	if r.free.CompareAndSwap(false, true) {
 		r.reason = reason
+		r.cur.Store(nil)
+		for _, g := range r.gs {
+			if g.st != done && g.g != 0 {
+				leftovers.add(g.g)
+			}
+		}
 		close(r.release)
 	}
 }
 
 // watch falls back to free running if the goroutine holding the baton
 // reaches no yield point for Options.Stall: it is blocked outside
-// instrumented code, or computing for that long.
-func (r *run) watch(stop <-chan struct{}) {
+// instrumented code, or computing for that long. It returns when the run
+// is free.
+func (r *run) watch() {
 	last := r.ticks.Load()
 	t := time.NewTicker(r.opt.Stall / 4)
 	defer t.Stop()
 	idle := 0
 	for {
 		select {
-		case <-stop:
+		case <-r.release:
 			return
 		case <-t.C:
 		}
@@ -696,10 +864,11 @@ func (r *run) watch(stop <-chan struct{}) {
 // Outside runs f, which may block outside instrumented code on purpose
 // (a sleep on the fake clock of a testing/synctest bubble), without the
 // run falling back to free running for it. Other goroutines under control
-// do not run meanwhile.
+// do not run meanwhile. Called by a goroutine left behind by an earlier
+// run, it is f().
 func Outside(f func()) {
 	r := active.Load()
-	if r == nil {
+	if r == nil || r.self() == nil && leftovers.has() {
 		f()
 		return
 	}

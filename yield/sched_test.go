@@ -163,12 +163,12 @@ func TestHooksOutsideARun(t *testing.T) {
 }
 
 func TestParseOptionsRejectsBadInput(t *testing.T) {
-	for _, s := range []string{"", "pct0", "pct", "rand", "walk,seed=x", "walk,seed", "pct2,schedule=1*0", "pct2,schedule=a*1", "walk,length=-1", "walk,color=red"} {
+	for _, s := range []string{"", "pct0", "pct", "rand", "walk,seed=x", "walk,seed", "pct2,schedule=1*0", "pct2,schedule=a*1", "walk,length=-1", "walk,maxsteps=-1", "walk,maxsteps=x", "walk,color=red"} {
 		if _, err := yield.ParseOptions(s); err == nil {
 			t.Errorf("ParseOptions(%q) accepted", s)
 		}
 	}
-	o := yield.Options{Seed: 9, Strategy: yield.PCT(4), Length: 12, Schedule: []int{0, 0, 1, 2, 2, 2}}
+	o := yield.Options{Seed: 9, Strategy: yield.PCT(4), Length: 12, MaxSteps: 500, Schedule: []int{0, 0, 1, 2, 2, 2}}
 	if got, err := yield.ParseOptions(o.String()); err != nil || got.String() != o.String() {
 		t.Errorf("ParseOptions(%q) = %v, %v", o.String(), got, err)
 	}

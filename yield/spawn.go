@@ -20,13 +20,18 @@ import (
 //
 // A goroutine started this way is scheduled until every function given
 // to [Run] has returned; it then runs freely, since it may never return
-// (a refill loop of a budget nobody closes).
+// (a refill loop of a budget nobody closes), and never joins a later run.
+// Nor does a goroutine that such a goroutine starts with Go.
 func Go(fn func()) {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil && r.spawn(fn) {
 			r.yield(g)
 			return
 		}
+	}
+	if leftovers.has() {
+		goLeftover(fn)
+		return
 	}
 	go fn()
 }
@@ -61,9 +66,10 @@ const prioritySpread = 1024
 
 //go:noinline
 func (r *run) child(g *gor, started chan struct{}, fn func()) {
-	g.g = curG()
+	r.identify(g)
 	close(started)
 	r.await(g)
+	g.mark = markProgress
 	defer r.exit(g)
 	fn()
 }
@@ -318,6 +324,7 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 		if hasDefault {
 			// Pass the baton once, so that a polling loop lets the others
 			// run; when none of them can, go on at once.
+			g.mark = markQuiet
 			if slices.ContainsFunc(r.gs, func(o *gor) bool { return o != g && o.st == runnable }) {
 				g.st = blocked
 				r.handOff(g)
@@ -333,6 +340,7 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 		r.waiters = append(r.waiters, w)
 		g.w = w
 		g.st = blocked
+		g.mark = markQuiet
 		r.handOff(g)
 	}
 	r.ticks.Add(1)

@@ -95,7 +95,7 @@ func callsHooks(f *ast.File, info *types.Info) bool {
 }
 
 // hookNames are the functions of package yield that rewritten code calls.
-var hookNames = set("P", "Point", "M", "RW", "Send", "Recv", "Recv2", "Range", "Go", "Close", "O", "WG", "R", "S", "Select")
+var hookNames = set("P", "Point", "M", "RW", "Send", "Recv", "Recv2", "Range", "Go", "Close", "O", "WG", "R", "S", "Select", "Gosched", "Spin")
 
 // packageOf returns the package f's objects belong to, or nil if f
 // declares and uses nothing.
@@ -305,6 +305,7 @@ func (r *rewriter) visit(n ast.Node, depth int) {
 	case *ast.CallExpr:
 		r.atomicCall(n, depth)
 		r.closeCall(n, depth)
+		r.goschedCall(n, depth)
 	case *ast.GoStmt:
 		r.goStmt(n, depth)
 	case *ast.SelectorExpr:

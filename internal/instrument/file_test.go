@@ -47,6 +47,8 @@ func Range[T any](ch <-chan T) func(func(T) bool) { return func(func(T) bool) {}
 func Mark() bool                           { return true }
 
 func Go(fn func())             { go fn() }
+func Gosched()                 {}
+func Spin(f func()) func()     { return f }
 func Close[T any](ch chan<- T) { close(ch) }
 
 type Once struct{ o *sync.Once }
@@ -813,6 +815,78 @@ func f(ch chan int, out chan<- string, c C) {
 }
 `,
 			points: 3,
+		},
+		{
+			name: "Gosched",
+			src: `
+import (
+	rt "runtime"
+	"sync/atomic"
+)
+
+type flag struct{ held atomic.Bool }
+
+func (f *flag) lock() {
+	for !f.held.CompareAndSwap(false, true) {
+		rt.Gosched()
+	}
+	defer rt.Gosched()
+	(rt.Gosched)()
+	go rt.Gosched()
+	yield := rt.Gosched
+	yield()
+	func() {
+		rt := struct{ Gosched func() }{func() {}}
+		rt.Gosched()
+	}()
+}
+`,
+			want: `
+import (
+	rt "runtime"
+	"sync/atomic"
+)
+
+type flag struct{ held atomic.Bool }
+
+func (f *flag) lock() {
+	for !ryield.P(&f.held).CompareAndSwap(false, true) {
+		ryield.Spin(rt.Gosched)()
+	}
+	defer rt.Gosched()
+	ryield.Spin((rt.Gosched))()
+	ryield.Go(rt.Gosched)
+	yield := rt.Gosched
+	yield()
+	func() {
+		rt := struct{ Gosched func() }{func() {}}
+		rt.Gosched()
+	}()
+}
+`,
+			points: 4,
+		},
+		{
+			name: "GoschedDotImported",
+			src: `
+import . "runtime"
+
+func spin(done func() bool) {
+	for !done() {
+		Gosched()
+	}
+}
+`,
+			want: `
+import . "runtime"
+
+func spin(done func() bool) {
+	for !done() {
+		ryield.Spin(Gosched)()
+	}
+}
+`,
+			points: 1,
 		},
 		{
 			name: "Go",

@@ -8,6 +8,8 @@ import (
 	"go/types"
 	"strconv"
 	"strings"
+
+	"golang.org/x/tools/go/types/typeutil"
 )
 
 // The rules of the goroutines' operations: go statements, close, and
@@ -31,6 +33,33 @@ func (r *rewriter) closeCall(call *ast.CallExpr, depth int) {
 		return
 	}
 	r.replace(id.Pos(), id.End(), r.name+".Close", depth)
+	r.points++
+}
+
+// goschedCall wraps the function of a call of runtime.Gosched in
+// ryield.Spin, which tells a controlled run that the goroutine is waiting
+// for another and returns the function, so that the call is still made:
+// runtime.Gosched() -> ryield.Spin(runtime.Gosched)(). The calls of go and
+// defer statements (defer runtime.Gosched()) are left, and so is the
+// function as a value (f := runtime.Gosched).
+func (r *rewriter) goschedCall(call *ast.CallExpr, depth int) {
+	fn := typeutil.StaticCallee(r.info, call)
+	if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != "runtime" || fn.Name() != "Gosched" || len(call.Args) != 0 {
+		return
+	}
+	if n := len(r.stack); n > 0 {
+		switch s := r.stack[n-1].(type) {
+		case *ast.GoStmt:
+			if s.Call == call {
+				return
+			}
+		case *ast.DeferStmt:
+			if s.Call == call {
+				return
+			}
+		}
+	}
+	r.wrap(call.Fun, r.name+".Spin(", ")", depth)
 	r.points++
 }
 

@@ -1,0 +1,129 @@
+package control
+
+import (
+	"flag"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestRunPattern(t *testing.T) {
+	for _, tt := range []struct{ name, match, not string }{
+		{"TestX", "TestX", "TestXY"},
+		{"TestKillMatrix/budget.Ratio/Linearizable", "TestKillMatrix/budget.Ratio/Linearizable", "TestKillMatrix/budgetXRatio/Linearizable"},
+		{"TestA/b+c#01", "TestA/b+c#01", "TestA/bbc#01"},
+	} {
+		p := RunPattern(tt.name)
+		parts := strings.Split(p, "/")
+		match := func(name string) bool {
+			elems := strings.Split(name, "/")
+			if len(elems) != len(parts) {
+				return false
+			}
+			for i, e := range elems {
+				if !regexp.MustCompile(parts[i]).MatchString(e) {
+					return false
+				}
+			}
+			return true
+		}
+		if !match(tt.match) || match(tt.not) {
+			t.Errorf("RunPattern(%q) = %q: matches %q %v (want true), %q %v (want false)", tt.name, p, tt.match, match(tt.match), tt.not, match(tt.not))
+		}
+	}
+}
+
+func TestCallIDCountsPerRunOfATest(t *testing.T) {
+	var ids []string
+	for range 2 {
+		t.Run("Sub", func(t *testing.T) {
+			ids = append(ids, CallID(t), CallID(t))
+		})
+	}
+	want := []string{"TestCallIDCountsPerRunOfATest/Sub#0", "TestCallIDCountsPerRunOfATest/Sub#1", "TestCallIDCountsPerRunOfATest/Sub#01#0", "TestCallIDCountsPerRunOfATest/Sub#01#1"}
+	if !slices.Equal(ids, want) {
+		t.Errorf("CallID = %q, want %q", ids, want)
+	}
+}
+
+func setFlag(t *testing.T, name, value string) {
+	t.Helper()
+	f := flag.Lookup(name)
+	old := f.Value.String()
+	if err := f.Value.Set(value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Value.Set(old) })
+}
+
+func TestModes(t *testing.T) {
+	for _, tt := range []struct {
+		v    string
+		want Mode
+		err  bool
+	}{{"auto", Auto, false}, {"off", Off, false}, {"require", Require, false}, {" off ", Off, false}, {"", Auto, false}, {"sometimes", "", true}} {
+		setFlag(t, "budgettest.control", tt.v)
+		m, err := CurrentMode()
+		if m != tt.want || (err != nil) != tt.err {
+			t.Errorf("-budgettest.control=%q: CurrentMode() = %q, %v; want %q, error %v", tt.v, m, err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestDeprecatedStressFlagsSetTheSameValues(t *testing.T) {
+	setFlag(t, "budgettest.schedules", "8")
+	setFlag(t, "budgettest.seed", "0")
+	if err := flag.Set("stress.schedules", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := flag.Set("stress.seed", "17"); err != nil {
+		t.Fatal(err)
+	}
+	if Schedules() != 3 || SeedBase() != 17 {
+		t.Errorf("after -stress.schedules=3 -stress.seed=17: Schedules() = %d, SeedBase() = %d; want 3, 17", Schedules(), SeedBase())
+	}
+	if got := Flags(); !slices.Contains(got, "-budgettest.schedules=3") || !slices.Contains(got, "-budgettest.seed=17") {
+		t.Errorf("Flags() = %q, want the values set through the deprecated spellings", got)
+	}
+}
+
+func TestOptionsAreDistinctAndStable(t *testing.T) {
+	seen := map[uint64]bool{}
+	for s := range uint64(4) {
+		for k := range 8 {
+			o := Options(s, k, 100)
+			if seen[o.Seed] {
+				t.Fatalf("Options(%d, %d) repeats seed %d", s, k, o.Seed)
+			}
+			seen[o.Seed] = true
+			if o2 := Options(s, k, 100); o2.Seed != o.Seed || o2.Strategy != o.Strategy {
+				t.Fatalf("Options(%d, %d) changed between calls: %v, %v", s, k, o, o2)
+			}
+		}
+	}
+	if Strategy(0) == Strategy(1) || Strategy(1) == Strategy(2) {
+		t.Errorf("Strategy(0..2) = %v, %v, %v: want three different strategies", Strategy(0), Strategy(1), Strategy(2))
+	}
+}
+
+func TestIsSuite(t *testing.T) {
+	for p, want := range map[string]bool{
+		modulePath + "/budgettest":         true,
+		modulePath + "/internal/harness":   true,
+		modulePath + "/cmd/budgetcheck":    true,
+		modulePath + "/budget":             false,
+		modulePath + "/internal/mutants":   false,
+		"example.com/budgettest":           false,
+		"github.com/failsafe-go/x/budget":  false,
+		modulePath + "/internal/zoo":       false,
+		modulePath + "/internal/control":   true,
+		modulePath + "/linearizability":    true,
+		modulePath + "/redisbudget":        false,
+		modulePath + "/internal/stressrun": true,
+	} {
+		if got := isSuite(p); got != want {
+			t.Errorf("isSuite(%q) = %v, want %v", p, got, want)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package yield_test
+
+const raceEnabled = false

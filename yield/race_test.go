@@ -1,0 +1,7 @@
+//go:build race
+
+package yield_test
+
+// raceEnabled is set when the race detector is on, which makes a step of
+// a controlled run some ten times slower.
+const raceEnabled = true
