@@ -56,6 +56,9 @@ func TestBroken(t *testing.T) {
 			for _, line := range firstLines(err) {
 				t.Logf("CAUGHT: %s", line)
 			}
+			if strings.Contains(err.Error(), "replay it with: -budgettest.replay=") {
+				t.Logf("CAUGHT: under control, with a schedule to replay")
+			}
 		})
 	}
 }
