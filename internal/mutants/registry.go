@@ -32,9 +32,11 @@ type Mutant struct {
 	Name     string
 	CaughtBy budgettest.Check // the check that must catch it
 	// Interleaving says the bug shows only when two calls interleave
-	// inside a method, race-free: on two busy cores without the race
-	// detector that happens too seldom for any check to see it every
-	// time, so the kill matrix requires the catch only under -race.
+	// inside a method, race-free: on two busy cores freely that happens
+	// too seldom for a check to see it every time. The controlled stage
+	// of its check (an instrumented child process, on plain go test too)
+	// chooses the interleaving, and the kill matrix requires the catch on
+	// every run.
 	Interleaving bool
 
 	TokenBucket func(model.TokenBucket, budget.Clock) budget.Budget

@@ -34,6 +34,17 @@ type Config struct {
 	Timeout time.Duration
 	// Seed chooses the operations.
 	Seed uint64
+	// Unstamped leaves the calls unstamped: every Entry's Call and Return
+	// stay 0, and Run.Entries hold goroutine 1's calls, then goroutine
+	// 2's, and so on. The stamps come from one atomic counter, which the
+	// race detector takes for a synchronization: a call then happens
+	// before every call of another goroutine stamped after it returned,
+	// and only calls that overlap in time can race, of which a run on
+	// cores busy with other work may have too few for the detector to
+	// report one. Unstamped, nothing orders the calls of a phase: any two
+	// conflicting calls of different goroutines race, whenever each runs.
+	// The Race check sets it; it does not read the log.
+	Unstamped bool
 	// Control, if set, runs the goroutines of each phase under a
 	// controlled scheduler (package yield), one at a time, with a yield
 	// point between any two calls; phase p runs with the seed Seed+p.
@@ -148,9 +159,13 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 				}
 				call := func(op model.Op) bool {
 					e := Entry{Operation: model.Operation{Client: g + 1, Op: op}, Phase: p}
-					e.Call = stamp.Add(1)
-					e.Granted = harness.Perform(b, op)
-					e.Return = stamp.Add(1)
+					if c.Unstamped {
+						e.Granted = harness.Perform(b, op)
+					} else {
+						e.Call = stamp.Add(1)
+						e.Granted = harness.Perform(b, op)
+						e.Return = stamp.Add(1)
+					}
 					logs[g] = append(logs[g], e)
 					return e.Granted
 				}
@@ -177,7 +192,12 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 		if c.Control != nil {
 			o := *c.Control
 			o.Seed += uint64(p)
-			run.Reports = append(run.Reports, yield.Run(o, controlled...))
+			rep := yield.Run(o, controlled...)
+			run.Reports = append(run.Reports, rep)
+			if rep.Exhausted {
+				// A livelock: some calls may still be running.
+				return nil, &harness.Fault{Cause: harness.Stuck, During: fmt.Sprintf("phase %d of a controlled stress run: %s", p, rep.Reason)}
+			}
 		} else {
 			ready.Wait()
 			close(start)
@@ -195,7 +215,9 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 	for _, l := range logs {
 		run.Entries = append(run.Entries, l...)
 	}
-	slices.SortFunc(run.Entries, func(a, b Entry) int { return int(a.Call - b.Call) })
+	if !c.Unstamped {
+		slices.SortFunc(run.Entries, func(a, b Entry) int { return int(a.Call - b.Call) })
+	}
 	return run, nil
 }
 
