@@ -259,6 +259,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		// are then under control too.
 		built := make(chan struct{})
 		openErr := error(&harness.Fault{Cause: harness.FactoryExited})
+		var beforeErr error
 		// Only the goroutines with operations run: the minimizer drops a
 		// goroutine whose list it has emptied, and the schedule of the
 		// scenario it keeps must mean what it meant in the run that
@@ -281,7 +282,9 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 						b, closeBudget, openErr = sub.Build(clock)
 						if openErr == nil {
 							defer func() { cleanup = closeBudget }()
-							before()
+							// A panic here is the budget's, as in a
+							// goroutine's operations, and the run goes on.
+							beforeErr = harness.Catch("the operations before the goroutines of the recorded run", before)
 						}
 					}()
 				}
@@ -301,6 +304,9 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		}
 		if openErr != nil {
 			panic(openErr)
+		}
+		if beforeErr != nil {
+			return nil, rep, beforeErr
 		}
 	} else {
 		freeRun(len(lists), s.Len() <= smallScenario, body)
