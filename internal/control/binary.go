@@ -161,7 +161,7 @@ func newBase() (*base, error) {
 	}
 	listed, err := goList(goCmd, wd, "-f", "{{.ImportPath}}", ".")
 	if err != nil {
-		return nil, &Uncontrolled{"the test's package cannot be listed where it runs: " + err.Error()}
+		return nil, &Uncontrolled{fmt.Sprintf("the test binary of %s does not run beside its sources (go list . in %s: %v)", b.self, wd, err)}
 	}
 	if len(listed) != 1 || listed[0] != b.self {
 		return nil, &Uncontrolled{fmt.Sprintf("the test binary of %s does not run in its package's directory (%s holds %s)", b.self, wd, strings.Join(listed, " "))}
