@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -154,11 +155,50 @@ type childOutcome struct {
 	Notes   []string `json:",omitempty"` // for the parent's log
 }
 
+// childHeapLimit bounds the heap of a child's controlled stage: past it
+// the stage ends with a failure that says so, before the machine's memory
+// runs out.
+const childHeapLimit = 2 << 30
+
+// watchHeap calls exceeded with a named failure when the heap passes
+// limit, checking every 50ms until stop is closed; in a child, exceeded
+// sends it and ends the child.
+func (sub Subject[S]) watchHeap(c call, limit uint64, stop <-chan struct{}, exceeded func(*Failure)) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 || sample[0].Value.Uint64() <= limit {
+			continue
+		}
+		exceeded(fail(ruleControl, "%s: the controlled stage of %s went past its memory bound: %d MiB of live heap, above %d MiB (a run that never ends, or a history too long to search)",
+			sub.name(), c.child, sample[0].Value.Uint64()>>20, limit>>20))
+		return
+	}
+}
+
+// sendAndExit sends f as the child's outcome and ends the child.
+func sendAndExit(f *Failure) {
+	if data, err := json.Marshal(childOutcome{Failure: f}); err == nil {
+		control.WriteResult(data) // exits
+	}
+	os.Exit(2)
+}
+
 // runChild runs, in a child, the controlled stage of the check named by c
 // and writes its outcome.
 func (sub Subject[S]) runChild(t *testing.T, c call) {
 	var o childOutcome
 	start := time.Now()
+	stop := make(chan struct{})
+	defer close(stop)
+	go sub.watchHeap(c, childHeapLimit, stop, sendAndExit)
 	err := sub.run(t, Check(c.child))
 	var s skip
 	var f *Failure

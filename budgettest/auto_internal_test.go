@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
 )
@@ -96,4 +97,24 @@ func TestUncontrolledVerdict(t *testing.T) {
 	if !errors.As(err, &fl) || fl.Rule != string(ruleControl) || !strings.Contains(fl.Detail, "uncontrolled verdict") || !strings.Contains(fl.Detail, "no go command on PATH") {
 		t.Errorf("uncontrolled under require = %v, want a Failure of the control rule naming why", err)
 	}
+}
+
+// A controlled stage whose heap passes its bound ends with a failure that
+// names the bound, not with the machine's memory exhausted.
+func TestHeapBoundIsANamedFailure(t *testing.T) {
+	sub := Subject[struct{}]{Name: "hungry"}
+	got := make(chan *Failure, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	keep := make([]byte, 4<<20) // live heap above the bound below
+	go sub.watchHeap(call{child: "Linearizable"}, 1<<20, stop, func(f *Failure) { got <- f })
+	select {
+	case f := <-got:
+		if f.Rule != string(ruleControl) || !strings.Contains(f.Detail, "went past its memory bound") || !strings.Contains(f.Detail, "above 1 MiB") {
+			t.Errorf("the failure = %v, want the control rule naming the bound", f)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no failure 10s after the heap passed its bound")
+	}
+	_ = keep[len(keep)-1]
 }

@@ -28,22 +28,10 @@
 //
 // # Flags
 //
-// One family, read by every check and by the loop checks of package
-// stress:
-//
-//   - -budgettest.control=auto|off|require: auto (the default) runs the
-//     controlled stage in an instrumented child when the binary is not
-//     instrumented itself; off runs free only and says so; require fails a
-//     test whose verdict cannot be controlled.
-//   - -budgettest.schedules=N: the schedules each scenario, stress run or
-//     loop case explores under control (default 8; 0 runs free only).
-//   - -budgettest.seed=N: the seed base of those schedules; the same base
-//     explores the same schedules.
-//   - -budgettest.replay=...: replays one scenario of the Linearizable
-//     check exactly (the JSON a failure prints, or a saved .json fixture).
-//   - -budgettest.instrument=patterns: more packages to rewrite,
-//     comma-separated (import paths, or patterns go list understands).
-//
-// -stress.schedules and -stress.seed are deprecated spellings of
-// -budgettest.schedules and -budgettest.seed, kept for one release.
+// One family, -budgettest.control, .schedules, .seed, .replay and
+// .instrument, read by every check and by the loop checks of package
+// stress, and described once, where users read it: the package doc of
+// budgettest ("Controlled schedules on plain go test"). -stress.schedules
+// and -stress.seed are deprecated spellings of -budgettest.schedules and
+// -budgettest.seed, kept for one release.
 package control
