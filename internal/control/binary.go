@@ -211,14 +211,15 @@ func fileHash(path string) (string, error) {
 }
 
 // cacheDir is where children are kept: $RETRYBUDGET_CACHE, or
-// retrybudget/control in the user's cache directory.
+// retrybudget/control in the user's cache directory, or, where there is
+// none (no HOME, as on some CI machines), in the temporary directory.
 func cacheDir() (string, error) {
 	if d := os.Getenv("RETRYBUDGET_CACHE"); d != "" {
 		return d, nil
 	}
 	d, err := os.UserCacheDir()
 	if err != nil {
-		return "", err
+		return filepath.Join(os.TempDir(), "retrybudget-control"), nil
 	}
 	return filepath.Join(d, "retrybudget", "control"), nil
 }
