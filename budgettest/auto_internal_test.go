@@ -6,7 +6,6 @@ import (
 	"flag"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,7 +55,6 @@ func decode(t *testing.T, data []byte) []part {
 
 type wrapsBucket struct {
 	inner budget.Budget
-	mu    sync.Mutex
 }
 
 func (w *wrapsBucket) Request()                 { w.inner.Request() }

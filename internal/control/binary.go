@@ -224,17 +224,19 @@ func cacheDir() (string, error) {
 	return filepath.Join(d, "retrybudget", "control"), nil
 }
 
-// goCommand returns the go command: the one on PATH, or the one of the
-// toolchain that built this binary.
+// goCommand returns the go command: the one on PATH, or the one in
+// $GOROOT/bin.
 func goCommand() (string, error) {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p, nil
 	}
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err == nil {
-		return p, nil
+	if root := os.Getenv("GOROOT"); root != "" {
+		p := filepath.Join(root, "bin", "go")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
 	}
-	return "", errors.New("no go command on PATH")
+	return "", errors.New("no go command on PATH or in $GOROOT/bin")
 }
 
 // suitePackages are the packages of this module that judge rather than
