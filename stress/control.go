@@ -2,6 +2,7 @@ package stress
 
 import (
 	"flag"
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -52,8 +53,18 @@ func schedules(name string) []*yield.Options {
 		o := control.Named(name, i, loopSchedule)
 		out = append(out, &o)
 	}
+	if os.Getenv(controlledStageEnv) == "" {
+		// Instrumented in-process (cmd/budgetcheck): no parent made the
+		// free run, whose clock judges what control cannot (a denied
+		// call's prompt return), so it comes after the schedules.
+		out = append(out, nil)
+	}
 	return out
 }
+
+// controlledStageEnv marks a child that runs a check's controlled stage
+// for a parent that ran it freely first.
+const controlledStageEnv = "RETRYBUDGET_LOOP_CONTROLLED_STAGE"
 
 // explain, on a failure of t under control, says which schedule it was in
 // and how to run it again.

@@ -164,7 +164,7 @@ func controlledStage(t *testing.T, l Loop, checks []LoopCheck, outcomes map[stri
 			outcomes[c.Name] = o
 			continue
 		}
-		o := spawnCheck(t, child.Path, l, c, timeout, killAfter)
+		o := spawnCheck(t, child.Path, l, c, timeout, killAfter, controlledStageEnv+"=1")
 		o.Output = "under control (an instrumented child, " + control.Describe() + "):\n" + o.Output
 		free := outcomes[c.Name]
 		o.Elapsed += free.Elapsed
@@ -194,12 +194,12 @@ func funcPackage(f any) string {
 
 // spawnCheck runs check c on l in a child process of the binary bin and
 // returns its outcome.
-func spawnCheck(t *testing.T, bin string, l Loop, c LoopCheck, timeout, killAfter time.Duration) Outcome {
+func spawnCheck(t *testing.T, bin string, l Loop, c LoopCheck, timeout, killAfter time.Duration, env ...string) Outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), killAfter)
 	defer cancel()
 	args := append([]string{"-test.run=" + runPattern(t.Name()), "-test.v", "-test.count=1", "-test.timeout=" + timeout.String()}, childFlags()...)
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(harness.ChildEnv(), childEnv+"="+t.Name()+"|"+l.Name+"|"+c.Name)
+	cmd.Env = append(append(harness.ChildEnv(), childEnv+"="+t.Name()+"|"+l.Name+"|"+c.Name), env...)
 	cmd.Cancel = func() error {
 		// SIGQUIT: the Go runtime prints every goroutine's stack,
 		// then exits. Where there is no such signal, kill.
