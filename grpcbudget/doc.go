@@ -21,6 +21,12 @@
 //   - The server's pushback (gRFC A6), the trailer grpc-retry-pushback-ms, is
 //     honoured: a non-negative number of milliseconds replaces the backoff
 //     before the retry; a negative or unreadable value stops the retries.
+//   - As in gRFC A6, a call is retried only until the server commits it:
+//     an attempt that fails after its response's header arrived is not
+//     retried, whatever its status; a trailers-only response has no header.
+//   - Each retry tells the server how many attempts came before it, in the
+//     request header grpc-previous-rpc-attempts (gRFC A6), as grpc-go's own
+//     retries do.
 //   - [WithBudgetFor] picks the budget per call, for a budget per
 //     destination.
 //

@@ -49,13 +49,20 @@ type server struct {
 	healthpb.UnimplementedHealthServer
 	script func(n int) step
 
-	mu    sync.Mutex
-	calls []time.Time // when each call started
+	mu       sync.Mutex
+	calls    []time.Time // when each call started
+	previous [][]string  // each call's grpc-previous-rpc-attempts values
+	tags     [][]string  // each call's tag values
 }
 
-func (s *server) next() step {
+// next records a call that ctx is the context of, and returns its step.
+func (s *server) next(ctx context.Context) step {
+	previous := metadata.ValueFromIncomingContext(ctx, "grpc-previous-rpc-attempts")
+	tag := metadata.ValueFromIncomingContext(ctx, "tag")
 	s.mu.Lock()
 	s.calls = append(s.calls, time.Now())
+	s.previous = append(s.previous, previous)
+	s.tags = append(s.tags, tag)
 	n := len(s.calls)
 	s.mu.Unlock()
 	return s.script(n)
@@ -66,6 +73,14 @@ func (s *server) Calls() []time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.calls)
+}
+
+// Metadata returns each call's values of the request header
+// grpc-previous-rpc-attempts, and of the metadata tag.
+func (s *server) Metadata() (previous, tags [][]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.previous), slices.Clone(s.tags)
 }
 
 // end ends a call as st says, once its messages are sent.
@@ -84,7 +99,7 @@ func end(ctx context.Context, st step, setTrailer func(metadata.MD)) error {
 }
 
 func (s *server) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-	st := s.next()
+	st := s.next(ctx)
 	if st.header {
 		if err := grpc.SendHeader(ctx, metadata.Pairs("step", "header")); err != nil {
 			return nil, err
@@ -102,7 +117,7 @@ func (s *server) Watch(_ *healthpb.HealthCheckRequest, ss grpc.ServerStreamingSe
 
 // stream serves a Watch or Chat call.
 func (s *server) stream(ss grpc.ServerStream) error {
-	st := s.next()
+	st := s.next(ss.Context())
 	if st.header {
 		if err := ss.SendHeader(metadata.Pairs("step", "header")); err != nil {
 			return err

@@ -23,15 +23,32 @@ import (
 // attempt waits for the first response: the first message for RecvMsg,
 // the header for Header. An attempt succeeds, for the budget, when that
 // arrives, or when the stream ends with OK and no message. When it fails
-// first, before any header came, and its status is retried (UNAVAILABLE
-// and RESOURCE_EXHAUSTED, see [WithCodes], with the server's pushback from
-// the stream's trailer), the interceptor ends the failed stream, opens
-// another with the call's options, resends the request and waits again.
+// first, the interceptor ends the failed stream, opens another with the
+// call's options, resends the request and waits again, until one of these
+// ends the call, as they end a unary call under [UnaryClientInterceptor]:
+//
+//   - the attempt's status is not retried (UNAVAILABLE and
+//     RESOURCE_EXHAUSTED are, see [WithCodes]);
+//   - the server's pushback, read from the stream's trailer (see
+//     [PushbackKey]), forbids a retry;
+//   - the attempt had received the response's header before it failed:
+//     the server has committed the call (a trailers-only response has no
+//     header, and is retried);
+//   - the budget denies the retry (budget.ErrDenied);
+//   - the Retrier runs out of attempts (budget.ErrAttempts), or of time
+//     (budget.ErrNoTime);
+//   - the call's context ends.
+//
 // Once the response has begun, what follows on that stream, its errors
 // included, passes through, never retried: the client may have seen part
 // of the response. Every retry of the call happens inside that first
 // RecvMsg or Header, which returns the call's outcome as the unary
 // interceptor does; later calls of RecvMsg return the same error.
+//
+// Each retry's stream carries the header grpc-previous-rpc-attempts, the
+// number of attempts before it, in place of any value the caller's
+// outgoing metadata had for that key, as the unary interceptor's retries
+// do; the first attempt's stream has the caller's metadata, untouched.
 //
 // Each attempt's stream has a context of its own, derived from the call's,
 // which the interceptor cancels when the attempt fails, when the call gives
@@ -161,7 +178,7 @@ func (s *stream) attempt(ctx context.Context, a budget.Attempt, first func(grpc.
 		s.cs, s.cancel = nil, nil
 		s.mu.Unlock()
 		var err error
-		if cs, err = s.open(ctx); err != nil {
+		if cs, err = s.open(withPreviousAttempts(ctx, a.N-1)); err != nil {
 			s.release()
 			return s.c.attemptError(err, nil)
 		}

@@ -13,9 +13,29 @@ import (
 // under r: [budget.Retrier.Do] with the call's context, an attempt per
 // invoker call, each with the attempt's context and the call's options.
 //
-// It retries UNAVAILABLE as budget.Transient and RESOURCE_EXHAUSTED as
-// budget.Throttled (see [WithCodes] to change that), and honours the
-// server's pushback, read from each attempt's trailer (see [PushbackKey]).
+// It retries a failed attempt, as gRFC A6 has grpc-go's own retry policy
+// do, until one of these ends the call:
+//
+//   - the attempt's status is not retried: UNAVAILABLE is retried as
+//     budget.Transient and RESOURCE_EXHAUSTED as budget.Throttled (see
+//     [WithCodes] to change that), every other code is not;
+//   - the server's pushback, read from the attempt's trailer (see
+//     [PushbackKey]), forbids a retry;
+//   - the attempt had received the response's header before it failed:
+//     the server has committed the call, which is not retried whatever its
+//     status (a trailers-only response has no header, and is retried);
+//   - the budget denies the retry (budget.ErrDenied);
+//   - the Retrier runs out of attempts (budget.ErrAttempts), or of time:
+//     the next wait would reach the call's deadline or the Retrier's
+//     MaxElapsed (budget.ErrNoTime);
+//   - the call's context ends: its code is then CANCELLED or
+//     DEADLINE_EXCEEDED.
+//
+// Each retry's request carries the header grpc-previous-rpc-attempts, the
+// number of attempts before it ("1" on the second attempt), in place of any
+// value the caller's outgoing metadata had for that key; the first
+// attempt's metadata is the caller's, untouched.
+//
 // A call that is not retried returns the invoker's error as it is. Call
 // options apply to every attempt: grpc.Header and grpc.Trailer are left
 // with the last attempt's metadata, and grpc.OnFinish runs once per
@@ -35,17 +55,28 @@ func UnaryClientInterceptor(r *budget.Retrier, opts ...Option) grpc.UnaryClientI
 		if err != nil {
 			return err
 		}
-		// One trailer and one set of options serve every attempt: grpc
-		// writes each attempt's trailer into md as the attempt ends.
-		var md metadata.MD
-		attemptOpts := append(callOpts[:len(callOpts):len(callOpts)], grpc.Trailer(&md))
-		return result(ctx, rt.Do(ctx, func(ctx context.Context, _ budget.Attempt) error {
-			md = nil
+		// One header, one trailer and one set of options serve every
+		// attempt: grpc writes each attempt's header and trailer into md as
+		// the attempt ends, if it got as far as opening a stream. The
+		// header stays nil for a trailers-only response. Its copy costs
+		// grpc a few allocations per attempt: the price of knowing whether
+		// the server committed the call.
+		var md struct{ header, trailer metadata.MD }
+		attemptOpts := append(callOpts[:len(callOpts):len(callOpts)], grpc.Header(&md.header), grpc.Trailer(&md.trailer))
+		return result(ctx, rt.Do(ctx, func(ctx context.Context, a budget.Attempt) error {
+			md.header, md.trailer = nil, nil
+			if a.N > 1 {
+				ctx = withPreviousAttempts(ctx, a.N-1)
+			}
 			err := invoker(ctx, method, req, reply, cc, attemptOpts...)
 			if err == nil {
 				return nil
 			}
-			return c.attemptError(err, md)
+			if md.header != nil {
+				// The response had begun: the call is committed.
+				return &attemptError{err: err, kind: budget.FirstAttempt}
+			}
+			return c.attemptError(err, md.trailer)
 		}))
 	}
 }

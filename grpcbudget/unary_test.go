@@ -283,6 +283,38 @@ func TestUnaryCallersTrailer(t *testing.T) {
 	}
 }
 
+// The caller's own Header option is left with the last attempt's header,
+// from the server's success after a trailers-only failure, and from a
+// failure after the header, which is not retried.
+func TestUnaryCallersHeader(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		script func(int) step
+		code   codes.Code
+		calls  int
+	}{
+		{"RetriedToSuccess", func(n int) step {
+			if n == 1 {
+				return step{code: codes.Unavailable}
+			}
+			return step{header: true}
+		}, codes.OK, 2},
+		{"Committed", always(step{code: codes.Unavailable, header: true}), codes.Unavailable, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, srv := serve(t, tt.script, grpc.WithUnaryInterceptor(grpcbudget.UnaryClientInterceptor(quick(nil))))
+			md := metadata.Pairs("stale", "yes")
+			_, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{}, grpc.Header(&md))
+			if status.Code(err) != tt.code || len(srv.Calls()) != tt.calls {
+				t.Errorf("Check() = %v after %d calls; want code %v after %d", err, len(srv.Calls()), tt.code, tt.calls)
+			}
+			if !slices.Equal(md.Get("step"), []string{"header"}) || md.Get("stale") != nil {
+				t.Errorf("caller's header = %v; want the last attempt's, with step: header", md)
+			}
+		})
+	}
+}
+
 // Call options apply to each attempt.
 func TestUnaryOnFinishPerAttempt(t *testing.T) {
 	conn, _ := serve(t, fails(1, step{code: codes.Unavailable}), grpc.WithUnaryInterceptor(grpcbudget.UnaryClientInterceptor(quick(nil))))
