@@ -33,6 +33,7 @@ func TestRoundTripAllocs(t *testing.T) {
 			BudgetFor: func(*http.Request) (budget.Budget, error) { return tb, nil }}, 0},
 		// The call's Classifier wraps the Retrier's own: one closure.
 		{"Classify", &httpbudget.Transport{Base: base, Retrier: &budget.Retrier{Budget: tb, Classify: budget.DefaultClassifier}}, 1},
+		{"ClassifyResponse", &httpbudget.Transport{Base: base, Retrier: &budget.Retrier{Budget: tb}, ClassifyResponse: retry500}, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n := testing.AllocsPerRun(1000, func() {

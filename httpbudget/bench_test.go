@@ -70,3 +70,36 @@ func BenchmarkRoundTrip(b *testing.B) {
 		})
 	}
 }
+
+// A successful request through the Transport to a Base that answers at
+// once, in the process, with one response made once: the Transport's own
+// cost, without the network's noise, with the default classification and
+// with a ClassifyResponse that wraps it.
+func BenchmarkTransportSuccess(b *testing.B) {
+	tb, err := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, "http://example.test/", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp := respond(req, http.StatusOK, nil, "")
+	base := roundTripFunc(func(*http.Request) (*http.Response, error) { return resp, nil })
+	for _, bc := range []struct {
+		name string
+		tr   *httpbudget.Transport
+	}{
+		{"default", &httpbudget.Transport{Base: base, Retrier: &budget.Retrier{Budget: tb}}},
+		{"ClassifyResponse", &httpbudget.Transport{Base: base, Retrier: &budget.Retrier{Budget: tb}, ClassifyResponse: retry500}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.tr.RoundTrip(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

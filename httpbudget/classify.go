@@ -17,22 +17,46 @@ import (
 // end, which frees the connection.
 const readAheadLimit = 4 << 10
 
-// statusKind returns the retry kind for a response of status code, and
-// whether the response is a failure at all (a 4xx or 5xx status). A failure
-// of kind budget.FirstAttempt is not retried.
-func statusKind(code int) (kind budget.Kind, fails bool) {
-	switch code {
+// A ResponseClassifier says whether a response is a failure to retry and,
+// if so, of which kind the retry is: [budget.Transient] or
+// [budget.Throttled]. It is the [budget.Classifier] of responses, as
+// Retrier.Classify is of errors.
+//
+// The response is the attempt's, its Request the caller's request (so
+// that resp.Request.URL.Host names the destination), its Body not yet
+// read. A ResponseClassifier may read the status and the headers; it must
+// not read or close the body, nor change the response, and it must be safe
+// for concurrent use.
+//
+// A response is retried only when retryable is true and kind is Transient
+// or Throttled: any other kind with true, or any kind with false, returns
+// the response as it is. A Throttled retry waits the delay the response's
+// Retry-After header asks for, in place of the backoff, capped at the
+// Retrier's MaxDelay; a Transient one waits the backoff, whatever the
+// header says.
+type ResponseClassifier func(resp *http.Response) (kind budget.Kind, retryable bool)
+
+// DefaultResponseClassifier is the [ResponseClassifier] of a Transport
+// whose ClassifyResponse is nil: it retries 502 Bad Gateway and 504
+// Gateway Timeout as [budget.Transient], 429 Too Many Requests and 503
+// Service Unavailable as [budget.Throttled], and no other response, nor a
+// nil one. Wrap it to change a few statuses and keep the rest.
+func DefaultResponseClassifier(resp *http.Response) (kind budget.Kind, retryable bool) {
+	if resp == nil {
+		return budget.FirstAttempt, false
+	}
+	switch resp.StatusCode {
 	case http.StatusBadGateway, http.StatusGatewayTimeout:
 		return budget.Transient, true
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		return budget.Throttled, true
 	}
-	return budget.FirstAttempt, code >= 400
+	return budget.FirstAttempt, false
 }
 
 // A failure is an attempt's error with the Transport's verdict on it, which
-// the call's Classifier hands the Retrier: a response whose status is a
-// failure, or an error of the Transport's own.
+// the call's Classifier hands the Retrier: a response to retry, or one not
+// to retry of a 4xx or 5xx status, or an error of the Transport's own.
 type failure struct {
 	resp *http.Response // the response, for a status; else nil
 	err  error          // the Transport's error, when resp is nil

@@ -7,12 +7,15 @@
 //   - [Transport.RoundTrip] runs each request under [budget.Retrier.Do] with
 //     the request's context; each attempt is a RoundTrip of the Transport's
 //     Base (http.DefaultTransport when nil) with the attempt's context.
-//   - The Transport classifies responses by status: 502 and 504 are retried
-//     as [budget.Transient]; 429 and 503 as [budget.Throttled], after the
+//   - Transport.ClassifyResponse, a [ResponseClassifier], says which
+//     responses are retried and as which kind. Nil means
+//     [DefaultResponseClassifier], by status: 502 and 504 are retried as
+//     [budget.Transient]; 429 and 503 as [budget.Throttled], after the
 //     delay of their Retry-After header, capped at the Retrier's MaxDelay.
 //     Every other response is returned as it is, at once. Errors of Base
-//     go to the Retrier's Classify (the default retries them as
-//     Transient); a context's errors are never retried.
+//     go to the Retrier's Classify (the default retries them all as
+//     Transient, certificate errors included); a context's errors are
+//     never retried.
 //   - Only requests that can be replayed safely are retried: idempotent
 //     methods, or a request with an idempotency key, and a body that
 //     GetBody can make again. Transport.RetryNonIdempotent retries POST and

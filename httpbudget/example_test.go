@@ -1,8 +1,13 @@
 package httpbudget_test
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -135,4 +140,132 @@ func ExampleTransport_retryNonIdempotent() {
 	// Output:
 	// 201 Created after 2 attempts
 	// one key, on every attempt: true
+}
+
+// Retry 500 Internal Server Error, and every other 5xx but 501 Not
+// Implemented, as go-retryablehttp's DefaultRetryPolicy does, on top of
+// the default, which retries 502, 503, 504 and 429 only.
+func ExampleResponseClassifier() {
+	var attempts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if attempts.Add(1) < 3 {
+			http.Error(w, "oops", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "hello")
+	}))
+	defer srv.Close()
+
+	retryable := func(resp *http.Response) (budget.Kind, bool) {
+		if kind, ok := httpbudget.DefaultResponseClassifier(resp); ok {
+			return kind, ok // 429 and 503 Throttled, with their Retry-After
+		}
+		if resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented {
+			return budget.Transient, true
+		}
+		return budget.FirstAttempt, false
+	}
+	client := &http.Client{Transport: &httpbudget.Transport{
+		Retrier:          &budget.Retrier{BaseDelay: time.Millisecond},
+		ClassifyResponse: retryable,
+	}}
+
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Printf("%s %q after %d attempts\n", resp.Status, body, attempts.Load())
+	// Output:
+	// 200 OK "hello\n" after 3 attempts
+}
+
+// Stop retrying the 503 of one host, which answers it only when it is
+// truly down, and keep the default for every other host.
+func ExampleResponseClassifier_perHost() {
+	newServer := func(attempts *atomic.Int32) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if attempts.Add(1) == 1 {
+				http.Error(w, "down", http.StatusServiceUnavailable)
+			}
+		}))
+	}
+	var downAttempts, otherAttempts atomic.Int32
+	down := newServer(&downAttempts)
+	defer down.Close()
+	other := newServer(&otherAttempts)
+	defer other.Close()
+
+	downHost := down.Listener.Addr().String() // the host:port of its URLs
+	client := &http.Client{Transport: &httpbudget.Transport{
+		Retrier: &budget.Retrier{BaseDelay: time.Millisecond},
+		ClassifyResponse: func(resp *http.Response) (budget.Kind, bool) {
+			if resp.StatusCode == http.StatusServiceUnavailable && resp.Request.URL.Host == downHost {
+				return budget.FirstAttempt, false
+			}
+			return httpbudget.DefaultResponseClassifier(resp)
+		},
+	}}
+
+	for _, srv := range []struct {
+		name     string
+		url      string
+		attempts *atomic.Int32
+	}{{"down", down.URL, &downAttempts}, {"other", other.URL, &otherAttempts}} {
+		resp, err := client.Get(srv.url)
+		if err != nil {
+			panic(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%s: %s, attempts: %d\n", srv.name, resp.Status, srv.attempts.Load())
+	}
+	// Output:
+	// down: 503 Service Unavailable, attempts: 1
+	// other: 200 OK, attempts: 2
+}
+
+// Every error of Base is retried by default, a certificate the client does
+// not trust included, though no retry mends it. A Retrier.Classify that
+// finds the certificate errors stops that: one attempt, not three.
+func ExampleTransport_certificateErrors() {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the server's "TLS handshake error" lines
+	srv.StartTLS()
+	defer srv.Close()
+
+	notCertificate := func(err error) (budget.Kind, bool) {
+		var certErr *tls.CertificateVerificationError
+		if errors.As(err, &certErr) ||
+			errors.As(err, new(x509.UnknownAuthorityError)) ||
+			errors.As(err, new(x509.HostnameError)) ||
+			errors.As(err, new(x509.CertificateInvalidError)) {
+			return budget.FirstAttempt, false
+		}
+		return budget.DefaultClassifier(err)
+	}
+
+	for _, classify := range []struct {
+		name string
+		f    budget.Classifier
+	}{{"default", nil}, {"notCertificate", notCertificate}} {
+		attempts := 0
+		base := &http.Transport{} // the system's roots, which do not include the test server's
+		client := &http.Client{Transport: &httpbudget.Transport{
+			Base: base,
+			Retrier: &budget.Retrier{
+				BaseDelay: time.Millisecond,
+				Classify:  classify.f,
+				Hooks:     budget.Hooks{OnAttempt: func(context.Context, budget.Attempt) { attempts++ }},
+			},
+		}}
+		_, err := client.Get(srv.URL)
+		base.CloseIdleConnections()
+		var unknown x509.UnknownAuthorityError
+		fmt.Printf("%s: attempts: %d, an unknown authority: %v\n", classify.name, attempts, errors.As(err, &unknown))
+	}
+	// Output:
+	// default: attempts: 3, an unknown authority: true
+	// notCertificate: attempts: 1, an unknown authority: true
 }

@@ -24,19 +24,39 @@ const (
 // call with the request's context, and each attempt one RoundTrip of Base
 // with the attempt's context.
 //
-// The Transport decides which responses are failures to retry, by status:
-// 502 Bad Gateway and 504 Gateway Timeout are retried as
-// [budget.Transient], 429 Too Many Requests and 503 Service Unavailable as
-// [budget.Throttled], after the delay their Retry-After header asks for,
-// as delay-seconds or an HTTP-date, capped at the Retrier's MaxDelay (a
-// Retry-After of 0, a date past or a value of neither form asks for no
-// more than the backoff). Every other response is returned as it is, at
-// once: one with a status below 400 counts as the call's success to the
-// budget, a 4xx or 5xx one ends the call without a success. An error of
-// Base (a refused or reset connection, an unexpected EOF) is classified by
-// Retrier.Classify (nil means [budget.DefaultClassifier], which retries it
-// as Transient), except a context's error, which is never retried:
-// Retrier.Classify sees errors only, never a response.
+// By default the Transport retries these, and nothing else:
+//
+//   - 502 Bad Gateway and 504 Gateway Timeout, as [budget.Transient];
+//   - 429 Too Many Requests and 503 Service Unavailable, as
+//     [budget.Throttled], after the delay their Retry-After header asks
+//     for, as delay-seconds or an HTTP-date, capped at the Retrier's
+//     MaxDelay (a Retry-After of 0, a date past or a value of neither form
+//     asks for no more than the backoff);
+//   - every error of Base, as Transient: a refused or reset connection, an
+//     unexpected EOF, a failed DNS lookup, a failed TLS handshake, a
+//     certificate the client does not trust included; never a context's
+//     error.
+//
+// ClassifyResponse changes which responses are retried, and as which kind
+// (see [ResponseClassifier]; [DefaultResponseClassifier] is the default
+// above, for wrapping). Retrier.Classify changes which errors of Base are
+// (nil means [budget.DefaultClassifier]); it sees errors only, never a
+// response, and never a context's error. A response that is not retried is
+// returned as it is, at once: one with a status below 400 counts as the
+// call's success to the budget, a 4xx or 5xx one ends the call without a
+// success. To stop retrying certificate errors, which no retry mends, set
+// the Retrier's Classify to
+//
+//	func(err error) (budget.Kind, bool) {
+//		var certErr *tls.CertificateVerificationError
+//		if errors.As(err, &certErr) ||
+//			errors.As(err, new(x509.UnknownAuthorityError)) ||
+//			errors.As(err, new(x509.HostnameError)) ||
+//			errors.As(err, new(x509.CertificateInvalidError)) {
+//			return budget.FirstAttempt, false
+//		}
+//		return budget.DefaultClassifier(err)
+//	}
 //
 // Only a request that can be replayed safely is retried: its method is
 // idempotent (GET, HEAD, OPTIONS, TRACE, PUT and DELETE, RFC 9110 section
@@ -56,7 +76,8 @@ const (
 // the last attempt's error, and closes any response it holds.
 //
 // The body of a response that may be retried is read as soon as it comes,
-// up to 4 KiB: a body that fits is then closed, so that its connection
+// up to 4 KiB (but for a 101 Switching Protocols, whose body is the
+// connection): a body that fits is then closed, so that its connection
 // serves other requests during the backoff wait, and a longer one is
 // closed before the next attempt. The response keeps what was read, for
 // the caller, should it be the last.
@@ -82,6 +103,12 @@ type Transport struct {
 	// (which hands Retrier.Classify the errors of Base). Nil means the
 	// zero Retrier.
 	Retrier *budget.Retrier
+
+	// ClassifyResponse says which responses are failures to retry, and of
+	// which kind, as [ResponseClassifier] describes. Nil means
+	// DefaultResponseClassifier. It sees every response of Base, each
+	// success's included, on the calling goroutine, so it must be quick.
+	ClassifyResponse ResponseClassifier
 
 	// BudgetFor, if set, picks each request's budget, in place of
 	// Retrier.Budget: for example one budget per destination, kept by
@@ -137,7 +164,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r.Budget = b
 		}
 	}
-	c := call{req: req, base: t.Base}
+	c := call{req: req, base: t.Base, classify: t.ClassifyResponse}
 	if c.base == nil {
 		c.base = http.DefaultTransport
 	}
@@ -184,18 +211,20 @@ func (t *Transport) CloseIdleConnections() {
 
 // A call is one RoundTrip's state across its attempts.
 type call struct {
-	req         *http.Request     // the caller's, never changed
-	base        http.RoundTripper // sends each attempt
-	maxAttempts int               // the attempts the call may make
-	setKey      bool              // every attempt carries the dedup key as an Idempotency-Key header
+	req         *http.Request      // the caller's, never changed
+	base        http.RoundTripper  // sends each attempt
+	classify    ResponseClassifier // says which responses to retry; nil for DefaultResponseClassifier
+	maxAttempts int                // the attempts the call may make
+	setKey      bool               // every attempt carries the dedup key as an Idempotency-Key header
 
 	sent bool           // an attempt took req.Body
 	last *http.Response // the last attempt's response, if it got one
 }
 
-// attempt sends one attempt on ctx, and returns nil for a response that is
-// not a failure to retry, else the attempt's error: Base's own, or a
-// *failure with the Transport's verdict on it.
+// attempt sends one attempt on ctx, and returns nil for a response not to
+// retry with a status below 400 (a success to the budget), else the
+// attempt's error: Base's own, or a *failure with the Transport's verdict
+// on it, for a response to retry or a 4xx or 5xx one not to retry.
 func (c *call) attempt(ctx context.Context, a budget.Attempt) error {
 	if c.last != nil {
 		// This is the retry of the last response, whose body was read
@@ -220,16 +249,27 @@ func (c *call) attempt(ctx context.Context, a budget.Attempt) error {
 	if resp.Body == nil {
 		resp.Body = http.NoBody // as http.Client does, so that every response here has a body to close
 	}
-	if resp.Request == req && req != c.req {
+	if resp.Request == nil || resp.Request == req && req != c.req {
 		resp.Request = c.req // the caller's, as http.Transport sets it, not the attempt's clone
 	}
 	c.last = resp
-	kind, fails := statusKind(resp.StatusCode)
-	if !fails {
-		return nil
+	var kind budget.Kind
+	var retry bool
+	if c.classify != nil {
+		kind, retry = c.classify(resp)
+	} else {
+		kind, retry = DefaultResponseClassifier(resp) // a direct call, inlined: the default path costs what it did
 	}
-	if a.N < c.maxAttempts && kind.IsRetry() {
-		readAhead(resp) // the Retrier may retry: free the connection before the wait
+	if !retry || !kind.IsRetry() {
+		if resp.StatusCode < 400 {
+			return nil
+		}
+		return &failure{resp: resp, kind: budget.FirstAttempt}
+	}
+	if a.N < c.maxAttempts && resp.StatusCode != http.StatusSwitchingProtocols {
+		// The Retrier may retry: free the connection before the wait. The
+		// body of a 101 is the connection itself, which may never end.
+		readAhead(resp)
 	}
 	return newFailure(resp, kind)
 }
