@@ -77,12 +77,21 @@ func (l *RateLimiter) check() error {
 // GetToken asks the budget for a retry of the kind cost stands for. On a
 // grant it returns the function the SDK calls when the retry succeeds,
 // which tells the budget of that success.
+//
+// On a context that is already done it asks nothing and charges nothing,
+// as the SDK's own quota (ratelimit.TokenRateLimit) does: the SDK asks for
+// a token after an attempt whose context ended while it ran, and no retry
+// can follow on that context. The error then wraps ctx.Err() and has a
+// CanceledError() method that returns true, as the quota's has.
 func (l *RateLimiter) GetToken(ctx context.Context, cost uint) (func() error, error) {
 	if l == nil {
 		return nil, ErrNoBudget
 	}
 	if err := l.check(); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, canceledError{err}
 	}
 	k := l.kind(cost)
 	var granted bool
@@ -133,6 +142,16 @@ func (l *RateLimiter) available() uint {
 	}
 	return 0
 }
+
+// canceledError is GetToken's refusal on a done context; the SDK's quota
+// returns one of the same shape.
+type canceledError struct{ err error }
+
+func (e canceledError) Error() string {
+	return "awsbudget: no retry token on a done context: " + e.err.Error()
+}
+func (e canceledError) Unwrap() error       { return e.err }
+func (e canceledError) CanceledError() bool { return true }
 
 // deniedError is a denied retry: budget.ErrDenied and the SDK's own
 // quota error.

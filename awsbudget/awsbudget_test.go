@@ -34,6 +34,13 @@ var (
 // and the number of attempts, number first.
 func call(ctx context.Context, t *testing.T, rl retry.RateLimiter, requests budget.Budget, answers ...error) (int, error) {
 	t.Helper()
+	return callThen(ctx, t, rl, requests, nil, answers...)
+}
+
+// callThen is call, with then run after each attempt, before the attempt
+// returns its answer; the attempt's number is its argument.
+func callThen(ctx context.Context, t *testing.T, rl retry.RateLimiter, requests budget.Budget, then func(n int), answers ...error) (int, error) {
+	t.Helper()
 	r := retry.NewStandard(func(o *retry.StandardOptions) {
 		o.RateLimiter = rl
 		o.MaxAttempts = len(answers)
@@ -53,6 +60,9 @@ func call(ctx context.Context, t *testing.T, rl retry.RateLimiter, requests budg
 		n++
 		if n > len(answers) {
 			t.Fatalf("attempt %d, but only %d answers", n, len(answers))
+		}
+		if then != nil {
+			then(n)
 		}
 		return nil, middleware.Metadata{}, answers[n-1]
 	}), stack)
@@ -217,5 +227,81 @@ func TestSameAnswersAsTheSDKsQuota(t *testing.T) {
 	}
 	if tb.Stats().Denied == 0 {
 		t.Error("no retry was denied: the comparison never reached an empty quota")
+	}
+}
+
+// A retry asked for on a context that is already done is refused, and
+// charges nothing, as the SDK's own quota (ratelimit.TokenRateLimit)
+// refuses it: an attempt during which the caller cancels, or whose
+// deadline passes, fails with a retryable error, and the SDK asks for a
+// retry token on the done context; the budget must be left as it was. Each
+// case runs the same calls through the SDK's loop with budget.TokenBucket
+// (the SDK's numbers) behind the adapter and with the SDK's quota, and
+// compares the balances and the attempts after every call.
+func TestDoneContextChargesNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		end  func(context.CancelFunc) // ends the call's context during its first attempt
+		want error
+	}{
+		{"cancelled", func(cancel context.CancelFunc) { cancel() }, context.Canceled},
+		{"deadline passed", nil, context.DeadlineExceeded},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tb, err := budget.NewTokenBucket(budget.TokenBucketConfig{Capacity: 500, TransientCost: 14, ThrottledCost: 5, SuccessBonus: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ours, theirs := awsbudget.New(tb), ratelimit.NewTokenRateLimit(500)
+			for i, answers := range [][]error{{errTimeout, errTimeout}, {errThrottled, errThrottled}, {errTimeout, nil}} {
+				var n [2]int
+				var errs [2]error
+				for j, rl := range []retry.RateLimiter{ours, theirs} {
+					ctx, cancel := context.WithCancel(context.Background())
+					if tt.end == nil {
+						// The deadline passes during the first attempt, which
+						// waits for it.
+						ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
+					}
+					n[j], errs[j] = callThen(ctx, t, rl, nil, func(int) {
+						if tt.end != nil {
+							tt.end(cancel)
+							return
+						}
+						for ctx.Err() == nil {
+							time.Sleep(time.Millisecond)
+						}
+					}, answers...)
+					cancel()
+				}
+				if n[0] != n[1] {
+					t.Errorf("call %d: %d attempts through the adapter (%v), %d through the SDK's quota (%v)", i, n[0], errs[0], n[1], errs[1])
+				}
+				if got, want := tb.Available(), float64(theirs.Remaining()); got != want {
+					t.Fatalf("call %d, whose context ended during its attempt: the budget holds %v, the SDK's quota %v (nothing charged)", i, got, want)
+				}
+				if !errors.Is(errs[0], tt.want) {
+					t.Errorf("call %d: error %v; want one that wraps %v", i, errs[0], tt.want)
+				}
+			}
+			if s := tb.Stats(); s.Granted+s.Denied != 0 {
+				t.Errorf("the budget was asked for %d retries on a done context; want none", s.Granted+s.Denied)
+			}
+		})
+	}
+	// GetToken itself, outside the SDK's loop.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s := &spy{left: 1}
+	release, err := awsbudget.New(s).GetToken(ctx, 5)
+	if release != nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("GetToken on a cancelled context = (%p, %v); want no token and an error wrapping context.Canceled", release, err)
+	}
+	var c interface{ CanceledError() bool }
+	if !errors.As(err, &c) || !c.CanceledError() {
+		t.Errorf("GetToken's error %v has no CanceledError() true, as the SDK's quota's has", err)
+	}
+	if len(s.log) != 0 {
+		t.Errorf("the budget was told %v; want nothing", s.log)
 	}
 }

@@ -21,7 +21,12 @@
 // The SDK never says when a call starts, so a budget that counts requests
 // (budget.Ratio) also needs [CountRequests] in the client's APIOptions.
 // It never says when a failed attempt or a call ends either, so a
-// budget.InFlightBudget cannot be served and is refused.
+// budget.InFlightBudget cannot be served and is refused. Nor does it ask
+// for a token after its last attempt, so a budget.FailureCounter (a
+// budget.Throttle) is not told of that attempt's failure, as the SDK's own
+// quota is charged nothing for it. A retry asked for on a context that has
+// ended, which the SDK does after an attempt cancelled while it ran, is
+// refused without asking the budget, as the SDK's quota refuses it.
 //
 // One shared budget for every client of a process or a fleet:
 //
