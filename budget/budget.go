@@ -96,6 +96,37 @@ type InFlightBudget interface {
 	CallEnd()
 }
 
+// A FailureCounter is a Budget that counts every retryable failure, not
+// only those after which a retry is asked for, as gRPC's retry throttling
+// (gRFC A6) does: there a failed attempt with a retryable status takes a
+// token even when no retry may follow it. [Throttle] is one.
+//
+// A caller that is about to ask [Budget.Retry] has the failure counted by
+// that call. A caller that ends the call after a retryable failure without
+// asking tells a FailureCounter with Failed instead, once for that failure:
+//
+//   - the call has used its attempts (MaxAttempts);
+//   - no time is left for the next wait (the context's deadline, or the
+//     call's own limit);
+//   - the server forbade the retry (gRPC's "do not retry" pushback), which
+//     a [Classifier] says by returning a retry kind with retryable false.
+//
+// A failure that is not retryable, or that came after the call's context
+// ended, is not a failure of the dependency, and is told to no budget. So
+// each retryable failure reaches the budget exactly once, through Retry or
+// through Failed. [Retrier] keeps this; a Budget that is not a
+// FailureCounter is never told, so a budget written before this interface
+// keeps its meaning. Failed must be safe for concurrent use and
+// linearizable, as a Budget's methods are.
+type FailureCounter interface {
+	Budget
+
+	// Failed records a retryable failure of the given kind (Transient or
+	// Throttled) after which the call asks no retry. A kind that is not a
+	// retry kind records nothing.
+	Failed(kind Kind)
+}
+
 // Kind classifies an attempt by the failure that caused it: a first attempt
 // (no failure yet), or a retry after a transient or a throttling failure.
 type Kind uint8

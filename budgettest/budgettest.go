@@ -264,7 +264,7 @@ func VerifyCheck[S any](t *testing.T, sub Subject[S], c Check) error {
 	return sub.verify(t, []Check{c})
 }
 
-// RunLoop runs the twelve loop checks of the stress package on l, each in a
+// RunLoop runs the thirteen loop checks of the stress package on l, each in a
 // child process, as subtests of t. The four whose cases run goroutines of
 // their own (NoGoroutineOutlivesCall, SharedBudgetRespected,
 // IgnoringOpEndsTheCall, EveryStartEnds) then run again in the

@@ -104,7 +104,7 @@ func ExampleVerify() {
 	}
 }
 
-// Put your retry loop through the twelve loop checks, each in a child
+// Put your retry loop through the thirteen loop checks, each in a child
 // process, with a small adapter: run one call of your loop, configured from
 // the check's Settings, with the budget and operation the check gives.
 // stress.RetrierLoop is the adapter of budget.Retrier.

@@ -16,9 +16,16 @@ import (
 )
 
 // PushbackKey is the trailer in which a server tells the client when to
-// retry (gRFC A6): a non-negative integer, in milliseconds, means retry
-// after exactly that long; a negative or unreadable value, or more than one
-// value, means do not retry.
+// retry (gRFC A6). A non-negative integer, in milliseconds, asks for a
+// retry after that long: the interceptors wait that long in place of the
+// backoff, but no longer than the Retrier's MaxDelay (20s when zero), and
+// give up at once (budget.ErrNoTime) when the wait would reach the call's
+// deadline or the Retrier's MaxElapsed; the budget must still grant the
+// retry. A negative or unreadable value, or more than one value, means do
+// not retry: the call ends with the attempt's error, and the failure still
+// counts against a budget that counts failures (a budget.FailureCounter,
+// such as budget.Throttle), as it does in grpc-go, whatever its status
+// code.
 const PushbackKey = "grpc-retry-pushback-ms"
 
 // An attemptError is a failed attempt's error with the interceptor's
@@ -27,6 +34,9 @@ const PushbackKey = "grpc-retry-pushback-ms"
 type attemptError struct {
 	err  error
 	kind budget.Kind // Transient or Throttled; anything else is not retried
+	// final marks a failure of a retry kind that the server forbade to
+	// retry: it is not retried, and a budget.FailureCounter counts it.
+	final bool
 }
 
 func (e *attemptError) Error() string { return e.err.Error() }
@@ -44,25 +54,35 @@ func (e *pushbackError) RetryAfter() time.Duration { return e.after }
 func (e *pushbackError) Unwrap() error             { return &e.attemptError }
 
 // classify is the Retrier's Classifier: it reads the verdict the attempt
-// left on its error. An error without one is not retried.
+// left on its error. An error without one is not retried. A failure the
+// server forbade to retry is returned with its kind and false, which the
+// Retrier tells a budget.FailureCounter of.
 func classify(err error) (budget.Kind, bool) {
 	var e *attemptError
 	if errors.As(err, &e) {
-		return e.kind, e.kind.IsRetry()
+		return e.kind, e.kind.IsRetry() && !e.final
 	}
 	return budget.FirstAttempt, false
 }
 
-// attemptError gives err, an attempt's error, its verdict: by its status
-// code, then by the pushback in trailer, if any.
+// attemptError gives err, an attempt's error, its verdict: by the pushback
+// in trailer, if it forbids a retry, then by its status code, then by the
+// pushback's delay. As in grpc-go, a pushback that forbids a retry makes a
+// failure counted against a budget that counts failures whatever its code:
+// of its code's kind when that is a retry kind, else Throttled, since the
+// server pushed back.
 func (c *config) attemptError(err error, trailer metadata.MD) error {
 	kind, ok := c.codes[status.Code(err)]
 	if !ok || !kind.IsRetry() {
-		return &attemptError{err: err, kind: budget.FirstAttempt}
+		kind = budget.FirstAttempt
 	}
 	after, present, retry := pushback(trailer)
 	switch {
+	case !retry && kind.IsRetry():
+		return &attemptError{err: err, kind: kind, final: true}
 	case !retry:
+		return &attemptError{err: err, kind: budget.Throttled, final: true}
+	case !kind.IsRetry():
 		return &attemptError{err: err, kind: budget.FirstAttempt}
 	case present:
 		return &pushbackError{attemptError{err: err, kind: kind}, after}

@@ -3,7 +3,7 @@
 // or yours, through a small adapter.
 //
 // A [Loop] runs one call of a retry loop with the budget, [Settings] and
-// operation a check gives it. [LoopChecks] are the twelve checks: no attempt
+// operation a check gives it. [LoopChecks] are the thirteen checks: no attempt
 // on a done context, none after a cancel, none on a context whose ctx.Err()
 // is set at the deadline; no wait begun that would reach the deadline; a
 // prompt return on a cancel during the wait; no goroutine outlives the
@@ -14,7 +14,10 @@
 // its losers); an in-flight budget (budget.InFlightBudget) told of the end
 // of every attempt the loop started, a granted retry that never ran
 // included, exactly once, and then of the end of the call, on every path
-// out of the loop (a loop that hedges ends its losers too). Time-dependent
+// out of the loop (a loop that hedges ends its losers too); a budget that
+// counts failures (budget.FailureCounter) told of each retryable failure
+// once, through Retry or, when the loop gives up after it without asking,
+// through Failed. Time-dependent
 // checks run in testing/synctest bubbles, the leak check in real time with
 // goleak.
 //

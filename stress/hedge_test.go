@@ -63,6 +63,14 @@ func hedge(ctx context.Context, b budget.Budget, s stress.Settings, op func(cont
 		}
 	}()
 	inflight, attempts := 0, 0
+	// failed tells a budget that counts failures of the last one, after
+	// which the loop gives up without asking for a retry.
+	failed := func(err error) {
+		if fc, ok := b.(budget.FailureCounter); ok {
+			kind, _ := hedgeBackoff(s, attempts, err)
+			fc.Failed(kind)
+		}
+	}
 	send := func(kind budget.Kind) {
 		attempts++
 		inflight++
@@ -80,9 +88,11 @@ func hedge(ctx context.Context, b budget.Budget, s stress.Settings, op func(cont
 			var wait time.Duration
 			kind, wait = hedgeBackoff(s, attempts, last)
 			if d, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(d) {
+				failed(last)
 				return errors.Join(budget.ErrNoTime, last)
 			}
 			if s.MaxElapsed > 0 && time.Since(start)+wait >= s.MaxElapsed {
+				failed(last)
 				return errors.Join(budget.ErrNoTime, last)
 			}
 			if !b.Retry(kind) {
@@ -110,6 +120,7 @@ func hedge(ctx context.Context, b budget.Budget, s stress.Settings, op func(cont
 			}
 			last = o.err
 			if inflight == 0 && attempts >= s.MaxAttempts {
+				failed(last)
 				return errors.Join(budget.ErrAttempts, last)
 			}
 		case <-wake:

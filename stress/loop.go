@@ -97,7 +97,10 @@ type LoopCheck struct {
 // is told on each path out of a call; a loop that tells an in-flight
 // budget nothing of ends fails it with the reason (such a budget leaks a
 // permit on every call), and one that does not support in-flight budgets
-// may Skip it with that reason.
+// may Skip it with that reason. EveryFailureCounted hands the loop a
+// budget.FailureCounter and checks that the failure after which it gives
+// up without asking for a retry reaches the budget through Failed; a loop
+// that cannot tell a budget of such failures (the AWS SDK's) may Skip it.
 func LoopChecks() []LoopCheck {
 	return []LoopCheck{
 		{"NoAttemptOnDoneContext", "a context that is already done leads to zero attempts", checkDoneContext},
@@ -112,6 +115,7 @@ func LoopChecks() []LoopCheck {
 		{"ServerDelayCapped", "a server-supplied delay is capped by the maximum delay and by the time left", checkServerDelay},
 		{"IgnoringOpEndsTheCall", "when the operation ignores ctx, the loop returns when every attempt it started has finished, with no attempt after the cancel; a loop that hedges waits for its losers", checkIgnoringOp},
 		{"EveryStartEnds", "an in-flight budget is told of the end of every attempt the loop started (the first, and every granted retry, even one that never ran), exactly once, after its success and once its operation has returned, and then of the end of the call, before the loop returns, on every path: success, a permanent error, a denial, out of attempts, a cancel during an attempt and during a backoff wait; a loop that hedges ends its losers too", checkEveryStartEnds},
+		{"EveryFailureCounted", "a budget that counts failures (budget.FailureCounter) is told of each retryable failure exactly once: through Retry when a retry is asked for after it, else through Failed, when the attempts or the time run out; and of no failure that is not retryable", checkFailuresCounted},
 	}
 }
 

@@ -68,6 +68,9 @@ func TestPremiseNotReached(t *testing.T) {
 		// It ends every attempt it starts, but never retries: no denial,
 		// no granted retry, no backoff to cancel.
 		{"EveryStartEnds", retrier("OneAttempt", func(s *Settings) { s.MaxAttempts = 1 })},
+		// It tells Failed of its one failure, but never makes the attempts
+		// the check needs.
+		{"EveryFailureCounted", retrier("OneAttempt", func(s *Settings) { s.MaxAttempts = 1 })},
 	}
 	if len(cases) != len(LoopChecks()) {
 		t.Fatalf("%d cases for %d checks", len(cases), len(LoopChecks()))

@@ -32,6 +32,10 @@ type loopBugs struct {
 	noEndOnWaitCancel   bool // ends an in-flight budget's attempt only once it has run: a retry granted and then cancelled during the backoff never ends
 	endOnlyFailures     bool // tells AttemptEnd only of attempts that fail, taking Success for the end of one that succeeds
 	callEndTwice        bool // ends the call on success, and again from the deferred end of every call
+	noFailedAtLimit     bool // tells a budget that counts failures nothing of the last attempt's failure
+	noFailedNoTime      bool // tells a budget that counts failures nothing of a failure after which no time is left
+	failedAndAsked      bool // tells Failed of every retryable failure, and asks Retry after it as well
+	failedPermanent     bool // tells Failed of a permanent failure too
 
 	// Loops that keep every promise, but cannot bring about the situation
 	// a check needs: the check must say "premise not reached".
@@ -64,6 +68,13 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 		}
 		if ib != nil {
 			defer ib.CallEnd()
+		}
+		// tell tells a budget that counts failures of err, a failure
+		// after which the loop asks no retry, unless a bug skips it.
+		tell := func(err error, skip bool) {
+			if !skip {
+				failed(b, err)
+			}
 		}
 		if bugs.watcher {
 			// Meant to log or abort in-flight work on cancel; the stop
@@ -103,22 +114,31 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 				return errors.Join(ctx.Err(), err)
 			}
 			if errors.Is(err, stress.ErrPermanent) && !bugs.retryPermanent {
+				tell(err, !bugs.failedPermanent)
 				return err
 			}
+			if bugs.failedAndAsked {
+				tell(err, false)
+			}
 			if n >= s.MaxAttempts {
+				tell(err, bugs.noFailedAtLimit || bugs.failedAndAsked)
 				return err
 			}
 			if bugs.neverRetries {
+				tell(err, false)
 				return err
 			}
 			if bugs.attemptsCap && n >= 5 {
+				tell(err, false)
 				return err
 			}
 			next, wait := naiveWait(bugs, s, n, err)
 			if wait < 0 {
+				tell(err, false)
 				return err // the server asks for too long
 			}
 			if d, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(d) && !bugs.noLookahead && !bugs.waitIntoDeadline {
+				tell(err, bugs.noFailedNoTime || bugs.failedAndAsked)
 				return err
 			}
 			if s.MaxElapsed > 0 && bugs.spinAtLimit {
@@ -126,10 +146,12 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 				// is the wait, and the loop goes round again at once.
 				left := s.MaxElapsed - time.Since(start)
 				if left < 0 {
+					tell(err, false)
 					return err
 				}
 				wait = min(wait, left)
 			} else if s.MaxElapsed > 0 && time.Since(start)+wait >= s.MaxElapsed {
+				tell(err, bugs.noFailedNoTime || bugs.failedAndAsked)
 				return err
 			}
 			if !bugs.askAfterSleep {
@@ -170,6 +192,22 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 			kind = next
 		}
 	}
+}
+
+// failed tells b, if it counts failures, of a failure with err after
+// which the loop asks no retry.
+func failed(b budget.Budget, err error) {
+	if fc, ok := b.(budget.FailureCounter); ok {
+		fc.Failed(failureKind(err))
+	}
+}
+
+// failureKind returns the kind of retry a failure with err calls for.
+func failureKind(err error) budget.Kind {
+	if errors.As(err, new(*stress.RetryAfterError)) {
+		return budget.Throttled
+	}
+	return budget.Transient
 }
 
 // naiveWait returns the kind of the retry after attempt n failed with err,
@@ -294,6 +332,18 @@ func Loops() []LoopMutant {
 		hedge("HedgeLosersNotEnded", "EveryStartEnds",
 			"hedges, and tells an in-flight budget of the end of the attempts whose results it reads, but not of the losers it cancels and waits for, so every hedged call leaves an attempt in flight",
 			hedgeBugs{noLoserEnd: true}),
+		m("LastFailureUncounted", "EveryFailureCounted",
+			"asks the budget before each retry, but tells it nothing of the failure after which attempts ran out, so a budget that counts failures (gRPC's throttling) keeps a token for every call that exhausts its attempts",
+			loopBugs{noFailedAtLimit: true}),
+		m("NoTimeUncounted", "EveryFailureCounted",
+			"gives up when the next wait would pass the deadline or MaxElapsed without telling a budget that counts failures of the failure",
+			loopBugs{noFailedNoTime: true}),
+		m("FailedAndAsked", "EveryFailureCounted",
+			"tells a budget that counts failures of every retryable failure, and then asks it for the retry as well, so each retried failure is charged twice",
+			loopBugs{failedAndAsked: true}),
+		m("PermanentCounted", "EveryFailureCounted",
+			"tells a budget that counts failures of a permanent failure too, which is no failure of the dependency's health",
+			loopBugs{failedPermanent: true}),
 		premise(m("JitterNeverZero", "NoAttemptAfterCancel",
 			"never waits less than 1ns before a retry, and ignores FixedDelay, so there is no retry without a wait, where only a look at ctx can stop it",
 			loopBugs{jitterNeverZero: true})),
@@ -464,13 +514,16 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 				case running > 0:
 					continue // the others may yet win
 				case n >= s.MaxAttempts:
+					failed(b, r.err)
 					return finish(r.err, false)
 				}
 				kind, wait := naiveWait(loopBugs{}, s, n, r.err)
 				if d, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(d) {
+					failed(b, r.err)
 					return finish(r.err, false)
 				}
 				if s.MaxElapsed > 0 && time.Since(start)+wait >= s.MaxElapsed {
+					failed(b, r.err)
 					return finish(r.err, false)
 				}
 				if !b.Retry(kind) {

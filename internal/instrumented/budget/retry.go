@@ -40,6 +40,12 @@ const (
 
 // A Classifier says whether an error may be retried and, if so, of which
 // kind the retry is (Transient or Throttled).
+//
+// A retry kind returned with retryable false says that the failure is of
+// that kind but must not be retried, because the server forbade it (gRPC's
+// "do not retry" pushback): the Retrier does not retry it, and tells a
+// [FailureCounter] of the failure. Any other kind with retryable false,
+// FirstAttempt say, is a failure that is not retryable at all.
 type Classifier func(err error) (kind Kind, retryable bool)
 
 // A Retrier runs an operation and retries it under a Budget: a budget-aware
@@ -58,6 +64,12 @@ type Classifier func(err error) (kind Kind, retryable bool)
 //     context's deadline or MaxElapsed.
 //   - It tells the budget of the call's first attempt (Request) and of its
 //     success (Success) exactly once each.
+//   - It tells a [FailureCounter] of each retryable failure after which it
+//     asks no retry (Failed): the call is out of attempts, no time is left
+//     for the next wait, or the Classifier says the server forbade the
+//     retry. With the retries it asks for, every retryable failure reaches
+//     the budget exactly once; a failure after the context ended, or one
+//     that is not retryable, reaches it never.
 //   - It tells an [InFlightBudget] of the end of every attempt it started
 //     (the first, and every granted retry) exactly once, after the
 //     attempt's Success, and then of the end of the call, on every path:
@@ -290,13 +302,16 @@ func (r *Retrier) loop(ctx context.Context, op func(ctx context.Context, a Attem
 		}
 		kind, retryable := r.classify(err)
 		if !retryable {
+			failed(b, kind) // a retry the server forbade
 			return GiveUpEvent{ryield.P(a.N), FirstAttempt, err}
 		}
 		if ryield.P(a.N) >= maxAttempts {
+			failed(b, kind)
 			return GiveUpEvent{ryield.P(a.N), kind, fmt.Errorf("%w after %d attempts: %w", ErrAttempts, ryield.P(a.N), err)}
 		}
 		wait := r.wait(ryield.P(a.N), err)
 		if r.tooLate(ctx, start, wait) {
+			failed(b, kind)
 			return GiveUpEvent{ryield.P(a.N), kind, fmt.Errorf("%w (next wait %v): %w", ErrNoTime, wait, err)}
 		}
 		var granted bool
@@ -325,7 +340,7 @@ func (r *Retrier) loop(ctx context.Context, op func(ctx context.Context, a Attem
 			} else {
 				timer.Reset(wait)
 			}
-			switch ryield_0, ryield_1 := ryield.R( /*line retry.go:323:11*/ ctx.Done()), ryield.R( /*line retry.go:325:11*/ timer.C); ryield.Select(false, ryield_0, ryield_1) /*line retry.go:322:10*/ {
+			switch ryield_0, ryield_1 := ryield.R( /*line retry.go:338:11*/ ctx.Done()), ryield.R( /*line retry.go:340:11*/ timer.C); ryield.Select(false, ryield_0, ryield_1) /*line retry.go:337:10*/ {
 			case 0:
 				return GiveUpEvent{ryield.P(a.N), kind, errors.Join(ctx.Err(), err)}
 			default:
@@ -347,6 +362,15 @@ func (r *Retrier) loop(ctx context.Context, op func(ctx context.Context, a Attem
 		a.N = ryield.P(a.N + 1)
 		ryield.Point()
 		a.Kind = ryield.P(kind)
+	}
+}
+
+// failed tells b, if it is a FailureCounter, of a failure of kind after
+// which the call asks no retry; a kind that is not a retry kind is no
+// retryable failure, and is told to no budget.
+func failed(b Budget, kind Kind) {
+	if fc, ok := b.(FailureCounter); ok && kind.IsRetry() {
+		fc.Failed(kind)
 	}
 }
 

@@ -20,7 +20,10 @@ import (
 //
 // Unlike the other budgets, a Throttle charges the failure even when it
 // denies the retry: [Throttle.Retry] records a retryable failure and then
-// answers whether to retry, as gRPC does.
+// answers whether to retry, as gRPC does. A failure after which no retry is
+// asked for (the last attempt's, or one the server forbade to retry) takes
+// its token through [Throttle.Failed]: a Throttle is a [FailureCounter],
+// and [Retrier] tells it of those failures.
 //
 // Every call is one compare-and-swap loop on one word and allocates nothing.
 //
@@ -38,7 +41,7 @@ type Throttle struct {
 	_      cacheLinePad
 }
 
-var _ Budget = (*Throttle)(nil)
+var _ FailureCounter = (*Throttle)(nil)
 
 // NewThrottle returns a Throttle holding maxTokens tokens, or an error
 // wrapping [ErrInvalidConfig]. maxTokens must be in (0, 1000] and tokenRatio
@@ -86,6 +89,13 @@ func (t *Throttle) retry(kind Kind) bool {
 		}
 	}
 }
+
+// Failed takes one token for a retryable failure of the given kind after
+// which no retry is asked for ([FailureCounter]): the last attempt's
+// failure, or one the server forbade to retry. Its effect on the tokens is
+// a denied or granted Retry's; it counts as neither in Stats. A kind that
+// is not a retry kind takes nothing.
+func (t *Throttle) Failed(kind Kind) { t.retry(kind) }
 
 // Success adds tokenRatio tokens, up to maxTokens, whatever the kind.
 func (t *Throttle) Success(Kind) {
