@@ -110,9 +110,11 @@ func TestRetrierTellsFailureCounter(t *testing.T) {
 			attempts: 1,
 		},
 		{
-			name:     "permanent",
-			r:        budget.Retrier{MaxAttempts: 3},
-			op:       func(context.Context, context.CancelFunc, budget.Attempt) error { return budget.MarkPermanent(errTransient) },
+			name: "permanent",
+			r:    budget.Retrier{MaxAttempts: 3},
+			op: func(context.Context, context.CancelFunc, budget.Attempt) error {
+				return budget.MarkPermanent(errTransient)
+			},
 			want:     nil,
 			wantErr:  errTransient,
 			attempts: 1,
