@@ -242,6 +242,7 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 	var failing linearizability.Scenario
 	var seed uint64
 	var free int
+	var exhaustive string // what found the violation, when the exhaustive stage did
 	err = sub.harness(t).Guard("the linearizability check", func() error {
 		if replay != nil {
 			n = 1 // the replayed scenario, in place of scenario 1
@@ -263,6 +264,15 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 				return nil
 			}
 		}
+		if controlled() && replay == nil {
+			v, s, what, err := sub.exhaustStage(t)
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				viol, failing, exhaustive, seed = v, s, what, 0
+			}
+		}
 		return nil
 	})
 	if free > 0 {
@@ -276,6 +286,9 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 	var f error
 	if err := sub.harness(t).Guard("minimizing a violation", func() error {
 		f = sub.explainViolation(t, failing, *viol, seed)
+		if ff, ok := f.(*Failure); ok && exhaustive != "" {
+			ff.Detail = "found by " + exhaustive + ";\n" + ff.Detail
+		}
 		return nil
 	}); err != nil {
 		return err

@@ -208,6 +208,11 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		} else {
 			o.Granted = harness.Perform(b, op)
 		}
+		if s.Control != nil {
+			// The return's stamp in a step of its own, which an
+			// exhaustive search orders against the calls' stamps.
+			yield.PointAt(&stamp)
+		}
 		o.Return = stamp.Add(1)
 		return o
 	}
@@ -240,7 +245,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 					continue
 				}
 				if s.Control != nil {
-					yield.Point() // a switch between any two operations
+					yield.PointAt(&stamp) // a switch between any two operations; the step stamps the call
 				}
 				o := run(i+1, op)
 				skip.Saw(op, o.Granted)

@@ -2,8 +2,10 @@ package yield
 
 import (
 	"iter"
+	"reflect"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // P is a yield point that returns x: the rewrite of a method call on an
@@ -16,6 +18,9 @@ import (
 func P[T any](x T) T {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
+			if r.opt.Choices {
+				g.pending = objectOf(x)
+			}
 			r.yield(g)
 			g.watch(x)
 		}
@@ -23,11 +28,97 @@ func P[T any](x T) T {
 	return x
 }
 
+// localObject is the Choice.Obj of a step that touches only memory the
+// goroutine owns or holds a lock on: a read of a field, a computation.
+const localObject = 1
+
+// objectOf returns the address of the atomic variable x points to, or
+// localObject for anything else: a field's value, read. A read commutes
+// with another goroutine's step unless that step writes what it reads,
+// and a write of a field outside a critical section is a step that
+// commutes with none (see [Point]), so a read racing it is still ordered
+// both ways.
+func objectOf(x any) uintptr {
+	if _, ok := load(x); !ok {
+		return localObject
+	}
+	return reflect.ValueOf(x).Pointer()
+}
+
+// local is the object of a step of g that reads or writes plain memory:
+// localObject while g holds a mutex, which, the code being free of data
+// races, guards that memory; else zero, not known, since the memory may be
+// shared without synchronization (a flag published outside a lock, a lazy
+// pointer), and the search must try a switch there.
+func (r *run) local(g *gor) uintptr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.localOf(g)
+}
+
+// localOf is local, called with r.mu held.
+func (r *run) localOf(g *gor) uintptr {
+	for _, h := range r.holders {
+		if h == g {
+			return localObject
+		}
+	}
+	return 0
+}
+
+// acquireLock is Lock, RLock's acquire, for the lock at obj, exclusive
+// for a Lock.
+func acquireLock(obj unsafe.Pointer, exclusive bool, try func() bool, block func()) {
+	r := active.Load()
+	if r == nil {
+		block()
+		return
+	}
+	g := (*gor)(nil)
+	if !r.free.Load() {
+		g = r.self()
+	}
+	if g == nil {
+		block()
+		return
+	}
+	r.acquireObj(g, uintptr(obj), exclusive, try, block)
+}
+
 // Point is a yield point as a statement: the rewrite puts it before every
-// select statement.
+// select statement, call and field write. While the goroutine holds a
+// mutex, the step it begins is taken to touch only memory that mutex
+// guards (see Choice.Obj); code that is not rewritten and shares memory
+// past it, such as a recorder stamping operations, calls [PointAt] or
+// [Boundary] instead.
 func Point() {
+	if r := active.Load(); r != nil && !r.free.Load() {
+		if r.opt.Choices {
+			if g := r.self(); g != nil {
+				r.point(r.local(g))
+				return
+			}
+		}
+		r.point(0)
+	}
+}
+
+// Boundary is a yield point whose step may touch anything: an exhaustive
+// search never takes it to commute with another (see Choice.Obj).
+func Boundary() {
 	if r := active.Load(); r != nil {
-		r.point()
+		r.point(0)
+	}
+}
+
+// PointAt is a yield point whose step touches the variable x points to,
+// besides memory the goroutine owns: a recorder that stamps operations
+// from one counter passes the counter, so that an exhaustive search takes
+// its steps to commute with the budget's, and not with each other. x must
+// be a non-nil pointer.
+func PointAt(x any) {
+	if r := active.Load(); r != nil {
+		r.point(reflect.ValueOf(x).Pointer())
 	}
 }
 
@@ -41,8 +132,8 @@ func M(m *sync.Mutex) Mutex { return Mutex{m} }
 
 // Lock locks the mutex.
 func (m Mutex) Lock() {
-	if r := active.Load(); r != nil {
-		r.acquire(m.m.TryLock, m.m.Lock)
+	if active.Load() != nil {
+		acquireLock(unsafe.Pointer(m.m), true, m.m.TryLock, m.m.Lock)
 		return
 	}
 	m.m.Lock()
@@ -54,9 +145,12 @@ func (m Mutex) TryLock() bool { return try(m.m.TryLock) }
 
 // Unlock unlocks the mutex, then yields.
 func (m Mutex) Unlock() {
+	if r := active.Load(); r != nil {
+		r.unlocked(uintptr(unsafe.Pointer(m.m)))
+	}
 	m.m.Unlock()
 	if r := active.Load(); r != nil {
-		r.released()
+		r.releasedObj(uintptr(unsafe.Pointer(m.m)))
 	}
 }
 
@@ -69,8 +163,8 @@ func RW(m *sync.RWMutex) RWMutex { return RWMutex{m} }
 
 // Lock locks the mutex for writing.
 func (m RWMutex) Lock() {
-	if r := active.Load(); r != nil {
-		r.acquire(m.m.TryLock, m.m.Lock)
+	if active.Load() != nil {
+		acquireLock(unsafe.Pointer(m.m), true, m.m.TryLock, m.m.Lock)
 		return
 	}
 	m.m.Lock()
@@ -78,8 +172,8 @@ func (m RWMutex) Lock() {
 
 // RLock locks the mutex for reading.
 func (m RWMutex) RLock() {
-	if r := active.Load(); r != nil {
-		r.acquire(m.m.TryRLock, m.m.RLock)
+	if active.Load() != nil {
+		acquireLock(unsafe.Pointer(m.m), false, m.m.TryRLock, m.m.RLock)
 		return
 	}
 	m.m.RLock()
@@ -95,9 +189,12 @@ func (m RWMutex) TryRLock() bool { return try(m.m.TryRLock) }
 
 // Unlock unlocks the mutex for writing, then yields.
 func (m RWMutex) Unlock() {
+	if r := active.Load(); r != nil {
+		r.unlocked(uintptr(unsafe.Pointer(m.m)))
+	}
 	m.m.Unlock()
 	if r := active.Load(); r != nil {
-		r.released()
+		r.releasedObj(uintptr(unsafe.Pointer(m.m)))
 	}
 }
 
@@ -105,7 +202,7 @@ func (m RWMutex) Unlock() {
 func (m RWMutex) RUnlock() {
 	m.m.RUnlock()
 	if r := active.Load(); r != nil {
-		r.released()
+		r.releasedObj(uintptr(unsafe.Pointer(m.m)))
 	}
 }
 

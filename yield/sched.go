@@ -92,6 +92,16 @@ type Options struct {
 	// running, and the Report says it was Exhausted. Zero is
 	// DefaultMaxSteps.
 	MaxSteps int `json:"maxSteps,omitempty"`
+	// SpinLimit is how many steps in a row without progress make a
+	// goroutine spinning (see Spinning in the package documentation);
+	// zero is 16. A search that must not take a long stretch of reads for
+	// a spin (an exhaustive one) raises it; a Gosched still marks a
+	// spinning goroutine at once.
+	SpinLimit int `json:"-"`
+	// Choices, if set, has the Report keep, for every step, the
+	// goroutines the strategy could have chosen and the one that held the
+	// baton (Report.Choices): what an exhaustive search needs to branch.
+	Choices bool `json:"-"`
 	// Stall is how long the goroutine holding the baton may run without
 	// reaching a yield point, and how long every goroutine may stay
 	// blocked, before the run falls back to free running. Zero is 2 s.
@@ -225,6 +235,46 @@ type Report struct {
 	// goroutine that is spinning (see Spinning in the package
 	// documentation) and is passed over is not preempted.
 	Preemptions []int `json:"preemptions,omitempty"`
+	// Choices, kept when Options.Choices is set, holds a Choice for every
+	// step of the schedule.
+	Choices []Choice `json:"-"`
+}
+
+// A Choice is what the scheduler could choose at one step: Ready, a set of
+// goroutines by index (bit i for Run's function i), any of which a replay
+// may name there, and Held, the goroutine that held the baton and could
+// have gone on (−1 if none could: it blocked, returned or was spinning).
+// Naming another than Held at that step is a preemption.
+//
+// Obj names what the step taken touched, for an exhaustive search's
+// partial-order reduction: the address of the atomic variable of an
+// operation through [P], or of the mutex of a Lock or RLock; 1 for a step
+// that touches only memory a mutex the goroutine holds guards (a [P] of a
+// field's value, a [Point], inside a critical section); zero when it is
+// not known (a field read or a Point outside one, any
+// other yield point, a [Boundary], and a step that unlocked a mutex), which
+// is to be taken as touching everything. Two steps commute when neither
+// object is zero and they differ or one is 1, as long as the code between
+// yield points shares no memory without synchronization (a data race: the
+// Race check's domain).
+//
+// Spun is set when the goroutine that held the baton could have gone on
+// but was passed over as spinning: the scheduler's choice there is forced
+// by fairness, and a search that chooses otherwise preempts.
+//
+// Waiting holds the goroutines of Ready whose step there would be a Lock
+// of a mutex another goroutine holds: chosen, each would only find it held
+// and wait, so a search need not choose it.
+type Choice struct {
+	Ready   uint64
+	Held    int
+	Obj     uintptr
+	Spun    bool
+	Waiting uint64
+	// Blocked is set when the goroutine chosen found that its operation
+	// (a Lock, a channel operation) could not go on, and waited: the step
+	// changed nothing.
+	Blocked bool
 }
 
 // String describes the run in a line, with the options to replay it.
@@ -266,6 +316,14 @@ type gor struct {
 	epoch  uint64    // the run's epoch when quiet was last reset
 	quiet  int       // g's steps without progress since then
 	last   int       // 1 + the step at which g was last chosen; 0 if never
+
+	// With Options.Choices: the object of the operation g waits to make
+	// at its yield point (see Choice.Obj), and whether its current step
+	// did something with effects beyond it (an unlock, its return).
+	pending uintptr
+	locking bool    // pending is a mutex g waits to Lock
+	touched uintptr // an object the current step touched besides its own: a mutex it unlocked, a channel it closed
+	opaque  bool    // the current step touched touched, or something unknown when touched is zero
 }
 
 type run struct {
@@ -285,8 +343,9 @@ type run struct {
 	// initial is the number of Run's functions, and left the number of
 	// them that have not returned.
 	initial, left int
-	// maxSteps is Options.MaxSteps, or its default.
-	maxSteps int
+	// maxSteps is Options.MaxSteps, or its default; spinLimit
+	// Options.SpinLimit, or spinLimit.
+	maxSteps, spinLimit int
 
 	mu  sync.Mutex
 	rng *rand.Rand
@@ -300,6 +359,7 @@ type run struct {
 	low       int       // the priority the next change point gives
 	schedule  []uint8   // the choices, goroutine ids below maxGoroutines
 	preempted []int     // the steps of schedule that preempted a runnable goroutine
+	choices   []Choice  // with Options.Choices, the candidates of every step
 	diverged  bool
 	reason    string
 	exhausted bool      // the fallback was for the step bound
@@ -308,6 +368,9 @@ type run struct {
 	epoch uint64
 	// ready is pickLocked's buffer.
 	ready []*gor
+	// holders, with Options.Choices, holds the goroutine holding each
+	// mutex locked under control, by address.
+	holders map[uintptr]*gor
 }
 
 // Run runs fs as goroutines, one at a time, choosing who runs at each yield
@@ -424,10 +487,16 @@ func newRun(opt Options, n int) *run {
 	if r.maxSteps <= 0 {
 		r.maxSteps = DefaultMaxSteps
 	}
+	r.spinLimit = opt.SpinLimit
+	if r.spinLimit <= 0 {
+		r.spinLimit = spinLimit
+	}
 	d := opt.Strategy.depth()
 	prios := r.rng.Perm(n)
 	for i := range n {
-		r.gs = append(r.gs, &gor{id: i, baton: make(chan struct{}, 1), prio: d + prios[i]*prioritySpread + prioritySpread/2})
+		// A goroutine's first step runs its own code up to its first yield
+		// point.
+		r.gs = append(r.gs, &gor{id: i, baton: make(chan struct{}, 1), prio: d + prios[i]*prioritySpread + prioritySpread/2, pending: localObject})
 	}
 	if opt.Strategy.Kind != "walk" && opt.Strategy.Kind != "serial" {
 		for range d - 1 {
@@ -447,7 +516,7 @@ func (r *run) report() Report {
 	for i, g := range r.schedule {
 		o.Schedule[i] = int(g)
 	}
-	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Exhausted: r.exhausted, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted)}
+	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Exhausted: r.exhausted, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted), Choices: slices.Clone(r.choices)}
 }
 
 // self returns the calling goroutine if it is the one under control that
@@ -461,12 +530,16 @@ func (r *run) self() *gor {
 	return nil
 }
 
-// point is a yield point.
-func (r *run) point() {
+// point is a yield point; obj is the object of the step it begins, kept
+// with Options.Choices.
+func (r *run) point(obj uintptr) {
 	if r.free.Load() {
 		return
 	}
 	if g := r.self(); g != nil {
+		if r.opt.Choices {
+			g.pending = obj
+		}
 		r.yield(g)
 	}
 }
@@ -496,6 +569,15 @@ func (r *run) acquire(try func() bool, block func()) {
 
 // acquireAs is acquire for g, the goroutine under control calling it.
 func (r *run) acquireAs(g *gor, try func() bool, block func()) {
+	r.acquireObj(g, 0, false, try, block)
+}
+
+// acquireObj is acquireAs of the lock at obj (zero: not known), an
+// exclusive one (a Lock, not an RLock) when exclusive is set.
+func (r *run) acquireObj(g *gor, obj uintptr, exclusive bool, try func() bool, block func()) {
+	if r.opt.Choices {
+		g.pending, g.locking = obj, exclusive && obj != 0
+	}
 	r.yield(g)
 	for !try() {
 		if r.free.Load() {
@@ -505,19 +587,52 @@ func (r *run) acquireAs(g *gor, try func() bool, block func()) {
 		g.mark = markQuiet
 		r.mu.Lock()
 		g.st = blocked
+		r.markBlocked(g)
+		if r.opt.Choices {
+			g.pending, g.locking = obj, exclusive && obj != 0 // its next step tries again
+		}
 		r.handOff(g)
 	}
 	r.ticks.Add(1)
 	r.mu.Lock()
 	r.blockedAt = time.Time{}
+	if r.opt.Choices && exclusive && obj != 0 {
+		if r.holders == nil {
+			r.holders = map[uintptr]*gor{}
+		}
+		r.holders[obj] = g
+	}
 	r.mu.Unlock()
+}
+
+// markBlocked records, with Options.Choices, that g's step found its
+// operation could not go on. Called with r.mu held.
+func (r *run) markBlocked(g *gor) {
+	if r.opt.Choices && g.last > 0 && g.last <= len(r.choices) {
+		r.choices[g.last-1].Blocked = true
+	}
+}
+
+// unlocked records, with Options.Choices, that the mutex at obj was
+// unlocked.
+func (r *run) unlocked(obj uintptr) {
+	if r.opt.Choices {
+		r.mu.Lock()
+		delete(r.holders, obj)
+		r.mu.Unlock()
+	}
 }
 
 // released wakes every blocked goroutine after an operation that may let
 // one of them go on (an unlock, a completed channel operation), then, for
 // a goroutine under control, yields. A goroutine left behind by an
 // earlier run wakes none.
-func (r *run) released() {
+func (r *run) released() { r.releasedObj(0) }
+
+// releasedObj is released after an operation on obj (zero: not known):
+// with Options.Choices, the step that ends here touched obj, and the code
+// after it, up to the next yield point, is the goroutine's own.
+func (r *run) releasedObj(obj uintptr) {
 	if r.free.Load() {
 		return
 	}
@@ -533,6 +648,12 @@ func (r *run) released() {
 	}
 	r.mu.Unlock()
 	if self != nil {
+		if r.opt.Choices {
+			// The code after the operation is the next step's: it reads,
+			// and any write of a field it makes outside a critical section
+			// is a Point of its own.
+			self.opaque, self.touched, self.pending = true, obj, localObject
+		}
 		r.yield(self)
 	}
 }
@@ -763,8 +884,44 @@ func (r *run) pickLocked(from *gor) *gor {
 			g.st = blocked // woken only to be a candidate
 		}
 	}
-	if from != nil && from != next && from.st == runnable && !r.spinning(from) {
+	if r.opt.Choices && from != nil && from.opaque {
+		from.opaque = false
+		if from.last > 0 && from.last <= len(r.choices) {
+			// One object only: the step's own if it touched no other of
+			// note, the one it touched if its own was local, else unknown.
+			c := &r.choices[from.last-1]
+			switch {
+			case from.touched == 0:
+				c.Obj = 0
+			case c.Obj == localObject:
+				c.Obj = from.touched
+			case c.Obj != from.touched:
+				c.Obj = 0
+			}
+		}
+		from.touched = 0
+	}
+	held := from != nil && from.st == runnable && !r.spinning(from)
+	if held && from != next {
 		r.preempted = append(r.preempted, step)
+	}
+	if r.opt.Choices {
+		c := Choice{Held: -1}
+		for _, g := range ready {
+			c.Ready |= 1 << g.id
+		}
+		if held && c.Ready&(1<<from.id) != 0 {
+			c.Held = from.id
+		}
+		c.Spun = from != nil && from.st == runnable && r.spinning(from)
+		for _, g := range ready {
+			if h := r.holders[g.pending]; g.locking && h != nil && h != g {
+				c.Waiting |= 1 << g.id
+			}
+		}
+		c.Obj = next.pending
+		next.pending, next.locking = 0, false
+		r.choices = append(r.choices, c)
 	}
 	r.schedule = append(r.schedule, uint8(next.id))
 	next.last = step + 1

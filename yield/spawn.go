@@ -79,7 +79,7 @@ func (r *run) child(g *gor, started chan struct{}, fn func()) {
 func Close[T any](ch chan<- T) {
 	close(ch)
 	if r := active.Load(); r != nil {
-		r.released()
+		r.releasedObj(reflect.ValueOf(ch).Pointer())
 	}
 }
 
@@ -307,6 +307,13 @@ func (r *run) communicate(self *waiter, cases []Case, order []int) int {
 
 // choose1 is Select for g, under control.
 func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
+	var obj uintptr // with Options.Choices: the channel of a lone case
+	if r.opt.Choices && len(cases) == 1 && !hasDefault {
+		if p, _ := cases[0].channel(); p != nil {
+			obj = uintptr(p)
+		}
+	}
+	g.pending = obj
 	r.yield(g)
 	w := &waiter{g: g, cases: cases, chosen: -1}
 	for {
@@ -341,13 +348,15 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 		g.w = w
 		g.st = blocked
 		g.mark = markQuiet
+		r.markBlocked(g)
+		g.pending = obj // its next step tries again
 		r.handOff(g)
 	}
 	r.ticks.Add(1)
 	r.mu.Lock()
 	r.blockedAt = time.Time{}
 	r.mu.Unlock()
-	r.released()
+	r.releasedObj(obj)
 	return w.chosen
 }
 

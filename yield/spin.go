@@ -74,7 +74,7 @@ func (r *run) settle(g *gor) {
 
 // spinning reports whether g is spinning. Called with r.mu held.
 func (r *run) spinning(g *gor) bool {
-	return g.epoch == r.epoch && g.quiet >= spinLimit
+	return g.epoch == r.epoch && g.quiet >= r.spinLimit
 }
 
 // watch marks the step g takes next as an operation on the atomic
@@ -209,7 +209,7 @@ func (r *run) spin(g *gor) {
 	r.blockedAt = time.Time{}
 	if !r.free.Load() {
 		r.settle(g)
-		g.quiet = max(g.quiet, spinLimit)
+		g.quiet = max(g.quiet, r.spinLimit)
 	}
 	r.handOff(g)
 	g.mark = markQuiet // the loop that called Spin, up to its next yield point

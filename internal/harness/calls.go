@@ -112,9 +112,12 @@ func CallOps(src Source, n int) []model.Op {
 	return ops
 }
 
-// Continues reports whether ops begins in the middle of a call, with the
-// Retry of a call started before it.
-func Continues(ops []model.Op) bool { return len(ops) > 0 && ops[0].Op == model.Retry }
+// Continues reports whether ops begins in the middle of a call started
+// before it, whose last attempt failed: with its Retry, or with its
+// CallEnd (the caller gives up).
+func Continues(ops []model.Op) bool {
+	return len(ops) > 0 && (ops[0].Op == model.Retry || ops[0].Op == model.CallEnd)
+}
 
 // OpenCalls draws the operations that leave up to calls calls and up to
 // retries retries in flight, each count drawn in [0, max], mixed in a

@@ -1,0 +1,253 @@
+package budgettest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/yield"
+)
+
+// The exhaustive stage of the Linearizable check. Random schedules (PCT, a
+// walk) give no bound: a pass says nothing of the schedules not tried. So
+// under control, after them, small scenarios that meet at the budget's
+// edges are run under every schedule with at most
+// linearizability.DefaultPreemptionBound preemptions
+// (linearizability.Exhaust). A pass of the stage then means: no violation
+// in any schedule, with at most that many preemptions, of these scenarios.
+
+// exhaustLimit bounds the schedules of one scenario of the exhaustive
+// stage, and exhaustWithin the time of the stage; a scenario cut short by
+// either is reported as such, never taken for a pass of its bound.
+const (
+	exhaustLimit  = 5_000
+	exhaustWithin = 8 * time.Second
+)
+
+// edgeScan bounds the calls a search for a budget's edge makes.
+const edgeScan = 2000
+
+// maxProbe bounds the asks a scenario makes to reach the first denial.
+const maxProbe = 12
+
+// exhaustScenarios returns the scenarios of the exhaustive stage: two or
+// three goroutines of up to four operations each, after a prefix, made one
+// call at a time, that brings the budget to an edge the model shows: one
+// retry left before the first denial, or none; for an in-flight budget,
+// the calls in flight at which one call more would grant one retry more,
+// with every retry those calls allow in flight. Each scenario is named
+// for the edge it explores.
+func (sub Subject[S]) exhaustScenarios() []namedScenario {
+	m := sub.Model
+	t, th, f := model.Transient, model.Throttled, model.FirstAttempt
+	retry, success := model.OpRetry, model.OpSuccess
+	var out []namedScenario
+	if harness.IsStructured(m) {
+		calls, retries, ok := inFlightEdge(m)
+		if !ok {
+			return nil
+		}
+		before := make([]model.Op, 0, calls+retries)
+		for range calls {
+			before = append(before, model.OpRequest)
+		}
+		for range retries {
+			before = append(before, retry(t))
+		}
+		// A continues an open call with a retry. B ends another open call
+		// and starts one: the calls in flight never pass the edge, though
+		// a count taken across the two can. C retries too (denied at the
+		// edge, so its call ends).
+		a := []model.Op{retry(t), model.OpAttemptEnd(t), model.OpCallEnd}
+		b := []model.Op{model.OpCallEnd, model.OpRequest, model.OpAttemptEnd(f), model.OpCallEnd}
+		c := []model.Op{retry(th), model.OpAttemptEnd(th), model.OpCallEnd, model.OpRequest}
+		d := []model.Op{model.OpRequest, model.OpAttemptEnd(f), model.OpCallEnd}
+		name := fmt.Sprintf("%d calls and %d retries in flight, where one call more allows one retry more", calls, retries)
+		out = append(out,
+			namedScenario{name + ": a retry against a call ending and one starting", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, b}, Structured: true}},
+			namedScenario{name + ": two retries against a call ending and one starting", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, c}, Structured: true}},
+			namedScenario{name + ": two retries and a call", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, a, d}, Structured: true}},
+		)
+		return out
+	}
+	warmups := []struct {
+		name string
+		ops  []model.Op
+	}{
+		{"new", nil},
+		{"after 20 requests", repeat(model.OpRequest, 20)},
+		{"after 20 successes", repeat(success(f), 20)},
+	}
+	seen := map[string]bool{}
+	for _, w := range warmups {
+		grants, ok := grantsLeft(m, w.ops)
+		if !ok || grants == 0 {
+			continue
+		}
+		last := append(append([]model.Op(nil), w.ops...), repeat(retry(t), grants-1)...)
+		empty := append(append([]model.Op(nil), last...), retry(t))
+		key := fmt.Sprint(grants, len(w.ops) > 0 && w.ops[0].Op == model.Request)
+		if seen[key] {
+			continue // the same edge as an earlier warmup's
+		}
+		seen[key] = true
+		at := func(what string) string { return fmt.Sprintf("%s, %s", w.name, what) }
+		// A lost withdrawal or a lost credit shows in an answer only at
+		// the edge: the asks go on, one at a time, to the first denial.
+		probe := repeat(retry(t), min(grants+1, maxProbe))
+		if len(w.ops) == 0 {
+			// A budget's first calls: state made on first use.
+			out = append(out, namedScenario{"new, the first calls, then asks to the first denial", linearizability.Scenario{
+				Goroutines: [][]model.Op{{retry(t)}, probe}}})
+		}
+		out = append(out,
+			namedScenario{at("as much as it holds: a credit races asks that go on to the first denial"), linearizability.Scenario{Before: w.ops,
+				Goroutines: [][]model.Op{{success(f)}, probe}}},
+			namedScenario{at("the last retry: two goroutines each ask twice"), linearizability.Scenario{Before: last,
+				Goroutines: [][]model.Op{{retry(t), retry(t)}, {retry(th), success(t)}}}},
+			namedScenario{at("the last retry: one asks while the other completes four calls"), linearizability.Scenario{Before: last,
+				Goroutines: [][]model.Op{{retry(t)}, {success(f), retry(t), success(t), retry(th)}}}},
+			namedScenario{at("the last retry: three goroutines"), linearizability.Scenario{Before: last,
+				Goroutines: [][]model.Op{{retry(th)}, {retry(t)}, {success(f), model.OpRequest}}}},
+			namedScenario{at("no retry left: refunds and credits race the asks"), linearizability.Scenario{Before: empty,
+				Goroutines: [][]model.Op{{success(f), retry(t)}, {retry(t), success(t)}}}},
+		)
+		if sub.Scale > 0 && !sub.WallClock {
+			horizon := sub.Horizon
+			if horizon <= 0 {
+				horizon = 100 * sub.Scale
+			}
+			due := append(append([]model.Op(nil), empty...), model.OpAdvance(horizon/2+sub.Scale/2))
+			out = append(out,
+				namedScenario{at("the last retry while the clock moves"), linearizability.Scenario{Before: last,
+					Goroutines: [][]model.Op{{retry(t), retry(t)}, {model.OpRequest, retry(th)}}, Clock: []time.Duration{sub.Scale}}},
+				namedScenario{at("no retry left and time gone by: a credit races the asks"), linearizability.Scenario{Before: due,
+					Goroutines: [][]model.Op{{success(f), success(t)}, {retry(t), retry(th)}}}},
+			)
+		}
+	}
+	return out
+}
+
+type namedScenario struct {
+	name string
+	s    linearizability.Scenario
+}
+
+func repeat(op model.Op, n int) []model.Op {
+	ops := make([]model.Op, n)
+	for i := range ops {
+		ops[i] = op
+	}
+	return ops
+}
+
+// grantsLeft returns how many Retry(Transient) calls in a row the model
+// grants after ops, up to edgeScan; ok is false when it grants them all.
+func grantsLeft[S any](m model.Model[S], ops []model.Op) (int, bool) {
+	s := m.Init()
+	for _, op := range ops {
+		s, _ = m.Step(s, op)
+	}
+	for n := range edgeScan {
+		var granted bool
+		s, granted = m.Step(s, model.OpRetry(model.Transient))
+		if !granted {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// inFlightEdge finds, for an in-flight model, the first count of calls in
+// flight (from 2) at which one call more allows one retry more in flight,
+// and the retries those calls allow.
+func inFlightEdge[S any](m model.Model[S]) (calls, retries int, ok bool) {
+	allowed := func(c int) int {
+		s := m.Init()
+		for range c {
+			s, _ = m.Step(s, model.OpRequest)
+		}
+		n := 0
+		for n < c { // each retry continues an open call
+			var granted bool
+			s, granted = m.Step(s, model.OpRetry(model.Transient))
+			if !granted {
+				break
+			}
+			n++
+		}
+		return n
+	}
+	prev := allowed(2)
+	for c := 2; c < 64; c++ {
+		next := allowed(c + 1)
+		if next > prev && prev < c {
+			return c, prev, true
+		}
+		prev = next
+	}
+	return 0, 0, false
+}
+
+// exhaustStage runs the exhaustive stage, and returns the first violation
+// with the scenario and schedule that give it, or nil; it logs the
+// schedules each scenario needed.
+func (sub Subject[S]) exhaustStage(t *testing.T) (*linearizability.Result[S], linearizability.Scenario, string, error) {
+	var total int
+	var short []string
+	start := time.Now()
+	for _, ns := range sub.exhaustScenarios() {
+		if time.Since(start) > exhaustWithin {
+			short = append(short, fmt.Sprintf("%q (not run: the stage's %v were spent)", ns.name, exhaustWithin))
+			continue
+		}
+		s := ns.s
+		s.WallClock = sub.WallClock
+		var viol *linearizability.Result[S]
+		var failing linearizability.Scenario
+		var trialErr error
+		rep, err := linearizability.Exhaust(context.Background(), s, sub.harness(t).New, 0, exhaustLimit, func(h linearizability.History, r yield.Report) bool {
+			res := linearizability.Check(sub.Model, h, linTimeout)
+			if res.Verdict == linearizability.Linearizable {
+				return false
+			}
+			if res.Verdict == linearizability.Inconclusive {
+				trialErr = fail(ruleConclusive, "%s: the exhaustive stage, %s: %s", sub.name(), ns.name, res.Explain())
+				return true
+			}
+			o := r.Options
+			failing = s
+			failing.Control = &o
+			viol = &res
+			return true
+		})
+		total += rep.Schedules
+		if err != nil {
+			return nil, s, "", err
+		}
+		if trialErr != nil {
+			return nil, s, "", trialErr
+		}
+		what := fmt.Sprintf("the exhaustive stage (every schedule with at most %d preemptions), scenario %q: %d schedules", rep.Bound, ns.name, rep.Schedules)
+		if viol != nil {
+			return viol, failing, what + ", the last of them failing", nil
+		}
+		if !rep.Complete {
+			short = append(short, fmt.Sprintf("%q (cut short after %d schedules; %d runs diverged)", ns.name, rep.Schedules, rep.Diverged))
+		}
+		t.Logf("%s: %s", sub.name(), what)
+	}
+	t.Logf("%s: the exhaustive stage ran %d schedules in %v", sub.name(), total, time.Since(start).Round(time.Millisecond))
+	if len(short) > 0 {
+		// Not a failure: the random schedules before it ran too. But a
+		// pass then says less, and the log says so.
+		t.Logf("%s: the exhaustive stage did not run every schedule within its bound of: %s", sub.name(), strings.Join(short, "; "))
+	}
+	return nil, linearizability.Scenario{}, "", nil
+}

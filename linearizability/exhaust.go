@@ -1,0 +1,237 @@
+package linearizability
+
+import (
+	"context"
+	"math/bits"
+	"slices"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/yield"
+)
+
+// DefaultPreemptionBound is the preemption bound of Exhaust when none is
+// given: a bug that needs at most two preemptions (one goroutine stopped
+// inside a call while another completes several, and stopped once more)
+// is within it.
+const DefaultPreemptionBound = 2
+
+// exhaustSpinLimit is the SpinLimit of Exhaust's runs.
+const exhaustSpinLimit = 1000
+
+// An ExhaustReport says how far an exhaustive exploration went.
+type ExhaustReport struct {
+	// Schedules is the number of controlled runs made, one per schedule.
+	Schedules int
+	// Bound is the preemption bound the schedules kept to.
+	Bound int
+	// Complete is set when every schedule of the scenario with at most
+	// Bound preemptions was run: the exploration was not cut short by its
+	// limit, by a visit that stopped it, or by a run that could not be
+	// branched from (one that fell back to free running).
+	Complete bool
+	// Diverged counts the runs whose schedule did not replay: the code did
+	// something else the second time, so some schedules may be missed.
+	Diverged int
+}
+
+// Exhaust records s under control once for every schedule with at most
+// bound preemptions (zero means DefaultPreemptionBound), and calls visit
+// with each run's history and report, until visit returns true, limit
+// runs have been made (zero means no limit), or the schedules run out.
+//
+// It is iterative preemption bounding, as in CHESS (Musuvathi and Qadeer,
+// "Iterative Context Bounding for Systematic Testing of Multithreaded
+// Programs", PLDI 2007): each run follows a prefix of choices and then runs
+// serially, never preempting; every step of the run past its prefix where
+// another goroutine could have been chosen becomes a new prefix, if the
+// preemptions it costs keep within the bound. Each schedule is run once.
+// A preemption is a switch away from a goroutine that could have gone on;
+// a switch at a goroutine's block, return or spin costs none, so a
+// goroutine stopped after a read while another runs several whole calls
+// costs one. There is no partial-order reduction: schedules that differ
+// only in the order of independent steps are all run.
+//
+// s.Control, if set, gives the options the runs start from (a MaxSteps
+// say); its Schedule and Strategy are replaced. A run that falls back to
+// free running, or reaches its step bound, is visited and not branched
+// from; the report is then not Complete.
+func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget, bound, limit int,
+	visit func(History, yield.Report) (stop bool)) (ExhaustReport, error) {
+	if bound <= 0 {
+		bound = DefaultPreemptionBound
+	}
+	rep := ExhaustReport{Bound: bound, Complete: true}
+	var base yield.Options
+	if s.Control != nil {
+		base = *s.Control
+	}
+	base.Strategy, base.Choices = yield.Serial(), true
+	if base.SpinLimit == 0 {
+		// A budget's constructor or a call may read a hundred fields in a
+		// row; taken for a spin, it would hand the baton round for
+		// fairness, every handover a choice. A Gosched still spins at
+		// once.
+		base.SpinLimit = exhaustSpinLimit
+	}
+	// The goroutines but the first wait for the budget to be built (see
+	// record): each takes its first step, to the wait, and waits, before
+	// the first builds it; no schedule branches before that.
+	var start []int
+	busy := 0
+	for _, l := range s.Goroutines {
+		if len(l) > 0 {
+			busy++
+		}
+	}
+	if len(s.Clock) > 0 {
+		busy++
+	}
+	for g := 1; g < busy; g++ {
+		start = append(start, g, g)
+	}
+	stack := []branch{{prefix: start}}
+	for len(stack) > 0 {
+		if limit > 0 && rep.Schedules >= limit {
+			rep.Complete = false
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			rep.Complete = false
+			return rep, err
+		}
+		b := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		o := base
+		o.Schedule = b.prefix
+		c := s
+		c.Control = &o
+		h, r, err := RecordControlled(ctx, c, newBudget)
+		rep.Schedules++
+		if err != nil {
+			rep.Complete = false
+			return rep, err
+		}
+		if r.Diverged {
+			rep.Diverged++
+		}
+		if visit(h, r) {
+			rep.Complete = false
+			return rep, nil
+		}
+		if r.Free || r.Diverged || len(r.Choices) != len(r.Options.Schedule) {
+			rep.Complete = false
+			continue
+		}
+		nb := branches(r.Options.Schedule, r.Choices, b.prefix, b.sleep, bound)
+		stack = append(stack, nb...)
+	}
+	return rep, nil
+}
+
+// A branch is a prefix still to run, and the sleep set before its last
+// choice: goroutines whose step there was explored already, in a sibling or
+// the run it branches off, and commutes with the steps taken since.
+type branch struct {
+	prefix []int
+	sleep  uint64
+}
+
+// branches returns the prefixes that branch off a run whose schedule
+// followed prefix: at each step past it, every goroutine that could have
+// run instead, within the bound of preemptions, and not asleep. sleep is
+// the sleep set before the prefix's last choice.
+//
+// Sleep sets (Godefroid, "Partial-Order Methods for the Verification of
+// Concurrent Systems", 1996): once the step of goroutine a has been
+// explored at a state, a sibling branch that runs b there need not run a
+// again until a step that does not commute with a's has been taken, since
+// any schedule that did would only reorder a before steps it commutes
+// with. Steps commute when they touch different known objects
+// (yield.Choice.Obj). A goroutine's step at a state is the one it takes
+// when it next runs in this run: until then it waits at the same yield
+// point.
+func branches(sched []int, choices []yield.Choice, prefix []int, sleep uint64, bound int) []branch {
+	// next[i][g] is the object of g's step at state i, as far as this run
+	// shows it: the Obj of g's next step from i on; zero if g runs no more.
+	n := len(sched)
+	nextObj := make([][64]uintptr, n+1)
+	for i := n - 1; i >= 0; i-- {
+		nextObj[i] = nextObj[i+1]
+		nextObj[i][sched[i]] = choices[i].Obj
+	}
+	// lastStep[i][g] is 1 + the last step before i at which g ran; 0 if
+	// none.
+	lastStep := make([][64]int32, n+1)
+	for i := 1; i <= n; i++ {
+		lastStep[i] = lastStep[i-1]
+		lastStep[i][sched[i-1]] = int32(i)
+	}
+	// futile reports whether g, run at step i, would only find again that
+	// its operation cannot go on: it did at the last step it ran, and no
+	// step since touched what it waits for (a blocked goroutine is made
+	// runnable by any unlock or channel operation, to try again).
+	futile := func(i, g int) bool {
+		j := int(lastStep[i][g]) - 1
+		if j < 0 || !choices[j].Blocked || choices[j].Obj == 0 || choices[j].Obj == 1 {
+			return false
+		}
+		for k := j + 1; k < i; k++ {
+			if choices[k].Blocked {
+				continue // it changed nothing
+			}
+			if o := choices[k].Obj; o == 0 || o == choices[j].Obj {
+				return false
+			}
+		}
+		return true
+	}
+	commute := func(a, b uintptr) bool { return a != 0 && b != 0 && (a == 1 || b == 1) }
+	// wake removes from z the goroutines whose step at state i does not
+	// commute with obj.
+	wake := func(z uint64, i int, obj uintptr) uint64 {
+		for rest := z; rest != 0; rest &= rest - 1 {
+			g := bits.TrailingZeros64(rest)
+			if !commute(nextObj[i][g], obj) {
+				z &^= 1 << g
+			}
+		}
+		return z
+	}
+	var out []branch
+	z := uint64(0) // the sleep set of this run's continuation, before step i
+	cost := 0
+	for i, ch := range choices {
+		preempts := func(g int) bool { return ch.Held >= 0 && g != ch.Held || ch.Spun && g != sched[i] }
+		switch {
+		case i == len(prefix)-1:
+			z = sleep
+		case i >= len(prefix):
+			// The branches at i count as explored before this run's own
+			// step there: each sleeps those pushed before it, and this run
+			// sleeps them all from i+1 on, while they commute with its
+			// steps.
+			pushed := uint64(0)
+			for alt := ch.Ready &^ ch.Waiting &^ z &^ (1 << sched[i]); alt != 0; alt &= alt - 1 {
+				g := bits.TrailingZeros64(alt)
+				k := cost
+				if preempts(g) {
+					k++
+				}
+				if k > bound || futile(i, g) {
+					continue
+				}
+				p := append(slices.Clone(sched[:i:i]), g)
+				out = append(out, branch{p, z | pushed})
+				pushed |= 1 << g
+			}
+			z |= pushed
+		}
+		if i >= len(prefix)-1 {
+			z = wake(z&^(1<<sched[i]), i, ch.Obj)
+		}
+		if preempts(sched[i]) {
+			cost++
+		}
+	}
+	return out
+}

@@ -1,0 +1,165 @@
+package linearizability_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/yield"
+)
+
+// The budgets below call the yield hooks by hand, as code rewritten by
+// cmd/budgetcheck would: each is a bucket of whole tokens, one per retry,
+// that never refills (model.Fixed-like: n retries, then none).
+
+// casBucket takes a token with a compare-and-swap loop: correct.
+type casBucket struct{ n atomic.Int64 }
+
+func (b *casBucket) Request() {}
+func (b *casBucket) Retry(k budget.Kind) bool {
+	if !k.IsRetry() {
+		return false
+	}
+	for {
+		old := yield.P(&b.n).Load()
+		if old <= 0 {
+			return false
+		}
+		if yield.P(&b.n).CompareAndSwap(old, old-1) {
+			return true
+		}
+	}
+}
+func (b *casBucket) Success(budget.Kind) {}
+
+// loadThenStore loads, then stores: two retries at the last token can both
+// be granted, when one is preempted between its load and its store.
+type loadThenStore struct{ n atomic.Int64 }
+
+func (b *loadThenStore) Request() {}
+func (b *loadThenStore) Retry(k budget.Kind) bool {
+	if !k.IsRetry() {
+		return false
+	}
+	old := yield.P(&b.n).Load()
+	if old <= 0 {
+		return false
+	}
+	yield.P(&b.n).Store(old - 1)
+	return true
+}
+func (b *loadThenStore) Success(budget.Kind) {}
+
+// mutexBucket takes a token under a mutex, reading its field several
+// times: correct.
+type mutexBucket struct {
+	mu sync.Mutex
+	n  int64
+}
+
+func (b *mutexBucket) Request() {}
+func (b *mutexBucket) Retry(k budget.Kind) bool {
+	if !k.IsRetry() {
+		return false
+	}
+	yield.M(&b.mu).Lock()
+	defer yield.M(&b.mu).Unlock()
+	for range 8 {
+		yield.P(b.n)
+	}
+	if b.n <= 0 {
+		return false
+	}
+	b.n--
+	return true
+}
+func (b *mutexBucket) Success(budget.Kind) {}
+
+// tokens is the specification: n tokens, a retry takes one while any is
+// left, nothing gives one back.
+type tokens struct{ n int64 }
+
+func (m tokens) Init() int64 { return m.n }
+func (m tokens) Step(s int64, op model.Op) (int64, bool) {
+	if op.Op == model.Retry && op.Kind.IsRetry() && s > 0 {
+		return s - 1, true
+	}
+	return s, false
+}
+func (tokens) Equal(a, b int64) bool         { return a == b }
+func (tokens) Hash(s int64) uint64           { return uint64(s) }
+func (tokens) DescribeState(s int64) string  { return "tokens" }
+func (tokens) DescribeOp(op model.Op) string { return op.String() }
+
+func exhaust(t *testing.T, newBudget func() budget.Budget, goroutines [][]model.Op, bound int) (linearizability.ExhaustReport, int) {
+	t.Helper()
+	violations := 0
+	s := linearizability.Scenario{Goroutines: goroutines}
+	rep, err := linearizability.Exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return newBudget() }, bound, 0,
+		func(h linearizability.History, r yield.Report) bool {
+			res := linearizability.Check[int64](tokens{1}, h, 0)
+			if res.Verdict == linearizability.Violation {
+				violations++
+				return true
+			}
+			return false
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, violations
+}
+
+var two = [][]model.Op{{model.OpRetry(model.Transient)}, {model.OpRetry(model.Transient)}}
+
+func TestExhaustFindsCheckThenAct(t *testing.T) {
+	rep, v := exhaust(t, func() budget.Budget { b := &loadThenStore{}; b.n.Store(1); return b }, two, 1)
+	if v != 1 {
+		t.Fatalf("no violation in %d schedules with at most 1 preemption; the check-then-act needs one", rep.Schedules)
+	}
+	t.Logf("found after %d schedules", rep.Schedules)
+}
+
+func TestExhaustPassesCorrect(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		new  func() budget.Budget
+	}{
+		{"CAS", func() budget.Budget { b := &casBucket{}; b.n.Store(1); return b }},
+		{"Mutex", func() budget.Budget { return &mutexBucket{n: 1} }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ops := [][]model.Op{
+				{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
+				{model.OpRetry(model.Throttled), model.OpRetry(model.Transient)},
+			}
+			rep, v := exhaust(t, tt.new, ops, 2)
+			if v != 0 {
+				t.Fatalf("a violation on a correct budget after %d schedules", rep.Schedules)
+			}
+			if !rep.Complete || rep.Bound != 2 || rep.Schedules < 2 {
+				t.Fatalf("report %+v; want every schedule within bound 2 run", rep)
+			}
+			t.Logf("%s: %d schedules, complete", tt.name, rep.Schedules)
+		})
+	}
+}
+
+// A mutex's critical sections of 2 goroutines × 2 calls have 6 orders;
+// the field reads inside them and the preemptions there, which only make
+// the other goroutine wait, add no schedule.
+func TestExhaustReducesCriticalSections(t *testing.T) {
+	ops := [][]model.Op{
+		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
+		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
+	}
+	rep, _ := exhaust(t, func() budget.Budget { return &mutexBucket{n: 1} }, ops, 2)
+	if rep.Schedules > 60 {
+		t.Errorf("%d schedules for two goroutines of two critical sections each; want few more than their 6 orders", rep.Schedules)
+	}
+	t.Logf("%d schedules", rep.Schedules)
+}
