@@ -332,7 +332,11 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 			// Pass the baton once, so that a polling loop lets the others
 			// run; when none of them can, go on at once.
 			g.mark = markQuiet
-			if slices.ContainsFunc(r.gs, func(o *gor) bool { return o != g && o.st == runnable }) {
+			// Under an exhaustive search (Options.Choices) the default is
+			// taken at once: the search itself tries the other goroutines
+			// at the select's yield point, and a goroutine left blocked
+			// here has no operation for a release to complete.
+			if !r.opt.Choices && slices.ContainsFunc(r.gs, func(o *gor) bool { return o != g && o.st == runnable }) {
 				g.st = blocked
 				r.handOff(g)
 			} else {
