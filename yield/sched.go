@@ -552,22 +552,9 @@ func (r *run) yield(g *gor) {
 	r.handOff(g)
 }
 
-// acquire is a blocking operation: try until it succeeds, passing the
-// baton while it cannot; block is the operation itself, for goroutines not
-// under control and after a fallback.
-func (r *run) acquire(try func() bool, block func()) {
-	g := (*gor)(nil)
-	if !r.free.Load() {
-		g = r.self()
-	}
-	if g == nil {
-		block()
-		return
-	}
-	r.acquireAs(g, try, block)
-}
-
-// acquireAs is acquire for g, the goroutine under control calling it.
+// acquireAs is a blocking operation of g, the goroutine under control
+// calling it: try until it succeeds, passing the baton while it cannot;
+// block is the operation itself, after a fallback.
 func (r *run) acquireAs(g *gor, try func() bool, block func()) {
 	r.acquireObj(g, 0, false, try, block)
 }
