@@ -247,6 +247,18 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 		if replay != nil {
 			n = 1 // the replayed scenario, in place of scenario 1
 		}
+		if controlled() && replay == nil {
+			// The exhaustive stage first: a violation it finds is small,
+			// with at most its bound of preemptions, and so is its story.
+			v, s, what, err := sub.exhaustStage(t)
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				viol, failing, exhaustive = v, s, what
+				return nil
+			}
+		}
 		for seed = 1; seed <= uint64(n); seed++ {
 			s := sub.scenario(seed)
 			if replay != nil {
@@ -262,15 +274,6 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 			case linearizability.Violation:
 				viol, failing = &res, s
 				return nil
-			}
-		}
-		if controlled() && replay == nil {
-			v, s, what, err := sub.exhaustStage(t)
-			if err != nil {
-				return err
-			}
-			if v != nil {
-				viol, failing, exhaustive, seed = v, s, what, 0
 			}
 		}
 		return nil
@@ -563,7 +566,10 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 	if best.Control != nil && len(best.Control.Schedule) > 0 {
 		var before, after int
 		best, witness, before, after = sub.shrinkSchedule(t, best, witness, minimizeBudget(minimizeWithin, elapsed()))
-		switches = fmt.Sprintf(" (%s, shrunk from %d)", plural(after, "preemption"), before)
+		switches = fmt.Sprintf(" (%s)", plural(after, "preemption"))
+		if before > after {
+			switches = fmt.Sprintf(" (%s, shrunk from %d)", plural(after, "preemption"), before)
+		}
 	}
 	html, js, note := linearizability.Report(t, witness, linearizability.Fixture{
 		Name: sub.name() + "-violation", Budget: sub.name(), Rule: string(ruleLinearizable), Scenario: &best,
@@ -571,9 +577,20 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 	var sched string
 	if best.Control != nil {
 		sched = fmt.Sprintf("under the controlled schedule %s%s\nreplay it with: %s\n", best.Control, switches, replayCommand(best))
+		// The schedule told in the budget's own lines, from one more
+		// replay with its steps traced.
+		if story, err := linearizability.Interleaving(context.Background(), sub.Model, best, sub.harness(t).New); err == nil {
+			sched += story
+		} else {
+			t.Logf("%s: the interleaving could not be told: %v", sub.name(), err)
+		}
 	}
-	f := fail(ruleLinearizable, "%s: scenario %d failed; minimized from %d to %d operations in %v:\n%s%s%s%s",
-		sub.name(), seed, from, best.Len(), time.Since(start).Round(time.Millisecond), best, sched, witness.Explain(), note)
+	which := fmt.Sprintf("scenario %d", seed)
+	if seed == 0 {
+		which = "the scenario" // the exhaustive stage's, named before
+	}
+	f := fail(ruleLinearizable, "%s: %s failed; minimized from %d to %d operations in %v:\n%s%s%s%s",
+		sub.name(), which, from, best.Len(), time.Since(start).Round(time.Millisecond), best, sched, witness.Explain(), note)
 	f.HTMLPath, f.JSONPath = html, js
 	return f
 }

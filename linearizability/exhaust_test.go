@@ -2,6 +2,7 @@ package linearizability_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,4 +163,47 @@ func TestExhaustReducesCriticalSections(t *testing.T) {
 		t.Errorf("%d schedules for two goroutines of two critical sections each; want few more than their 6 orders", rep.Schedules)
 	}
 	t.Logf("%d schedules", rep.Schedules)
+}
+
+// The story of a violation names the line of the budget's code where a
+// goroutine was preempted, with its source, and marks the answer the model
+// gives otherwise.
+func TestInterleavingNamesTheLine(t *testing.T) {
+	newBudget := func(budget.Clock) budget.Budget { b := &loadThenStore{}; b.n.Store(1); return b }
+	s := linearizability.Scenario{Goroutines: two}
+	var failing *yield.Options
+	if _, err := linearizability.Exhaust(context.Background(), s, newBudget, 1, 0, func(h linearizability.History, r yield.Report) bool {
+		if linearizability.Check[int64](tokens{1}, h, 0).Verdict == linearizability.Violation {
+			failing = &r.Options
+			return true
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if failing == nil {
+		t.Fatal("no violation to tell")
+	}
+	s.Control = failing
+	story, err := linearizability.Interleaving[int64](context.Background(), tokens{1}, s, newBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", story)
+	for _, want := range []string{
+		"is preempted at exhaust_test.go:",
+		"in (*loadThenStore).Retry",
+		"| yield.P(&b.n).Store(old - 1)",
+		"resumes at exhaust_test.go:",
+		"<- the model answers denied",
+	} {
+		if !strings.Contains(story, want) {
+			t.Errorf("the story lacks %q", want)
+		}
+	}
+	// A schedule that no longer violates the model has no story.
+	s.Control = &yield.Options{Strategy: yield.Serial()}
+	if _, err := linearizability.Interleaving[int64](context.Background(), tokens{1}, s, newBudget); err == nil {
+		t.Error("Interleaving told the story of a linearizable run")
+	}
 }

@@ -203,6 +203,9 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	run := func(client int, op model.Op) Operation {
 		o := Operation{Client: client, Op: op}
 		o.Call = stamp.Add(1)
+		if s.Control != nil {
+			yield.Tag(o.Call) // a traced run's steps name the call they are inside
+		}
 		if op.Op == model.Advance {
 			yield.Outside(func() { sub.Advance(clock, op.D) })
 		} else {
@@ -214,6 +217,9 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 			yield.PointAt(&stamp)
 		}
 		o.Return = stamp.Add(1)
+		if s.Control != nil {
+			yield.Tag(0)
+		}
 		return o
 	}
 	before := func() {

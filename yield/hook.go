@@ -103,6 +103,18 @@ func Point() {
 	}
 }
 
+// Tag sets what the calling goroutine, under a traced controlled run
+// (Options.Trace), is doing: each Step taken by it until its next Tag
+// carries v. A recorder tags its goroutines' steps with the operation
+// they are inside. Elsewhere Tag does nothing.
+func Tag(v int64) {
+	if r := active.Load(); r != nil && r.opt.Trace && !r.free.Load() {
+		if g := r.self(); g != nil {
+			g.tag = v
+		}
+	}
+}
+
 // Boundary is a yield point whose step may touch anything: an exhaustive
 // search never takes it to commute with another (see Choice.Obj).
 func Boundary() {

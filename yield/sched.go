@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,6 +103,11 @@ type Options struct {
 	// goroutines the strategy could have chosen and the one that held the
 	// baton (Report.Choices): what an exhaustive search needs to branch.
 	Choices bool `json:"-"`
+	// Trace, if set, has the Report keep, for every step, where the
+	// goroutine chosen stood when it last stopped, and the tag it had set
+	// with [Tag] (Report.Trace): what an explanation of the schedule
+	// needs. Each step then costs a stack walk.
+	Trace bool `json:"-"`
 	// Stall is how long the goroutine holding the baton may run without
 	// reaching a yield point, and how long every goroutine may stay
 	// blocked, before the run falls back to free running. Zero is 2 s.
@@ -238,7 +244,28 @@ type Report struct {
 	// Choices, kept when Options.Choices is set, holds a Choice for every
 	// step of the schedule.
 	Choices []Choice `json:"-"`
+	// Trace, kept when Options.Trace is set, holds a Step for every step
+	// of the schedule.
+	Trace []Step `json:"-"`
 }
+
+// A Step is one step of a traced run (Options.Trace): G, the goroutine
+// chosen (an index into Run's functions); Site, where it stood when it
+// stopped at its last yield point, so where the step resumes it (nil at
+// its first step, which starts its function); and Tag, what it last gave
+// [Tag] before that.
+type Step struct {
+	G    int
+	Tag  int64
+	Site Site
+}
+
+// A Site is a goroutine's stack at a yield point: the program counters
+// of its calls, innermost first, as runtime.Callers gives them, the
+// scheduler's own frames included. runtime.CallersFrames reads them; in
+// rewritten code the /*line*/ directives make the lines the original
+// file's.
+type Site []uintptr
 
 // A Choice is what the scheduler could choose at one step: Ready, a set of
 // goroutines by index (bit i for Run's function i), any of which a replay
@@ -324,6 +351,10 @@ type gor struct {
 	locking bool    // pending is a mutex g waits to Lock
 	touched uintptr // an object the current step touched besides its own: a mutex it unlocked, a channel it closed
 	opaque  bool    // the current step touched touched, or something unknown when touched is zero
+
+	// With Options.Trace: where g last stopped, and its tag (see Tag).
+	site Site
+	tag  int64
 }
 
 type run struct {
@@ -360,6 +391,7 @@ type run struct {
 	schedule  []uint8   // the choices, goroutine ids below maxGoroutines
 	preempted []int     // the steps of schedule that preempted a runnable goroutine
 	choices   []Choice  // with Options.Choices, the candidates of every step
+	trace     []Step    // with Options.Trace, where each step resumed
 	diverged  bool
 	reason    string
 	exhausted bool      // the fallback was for the step bound
@@ -516,7 +548,7 @@ func (r *run) report() Report {
 	for i, g := range r.schedule {
 		o.Schedule[i] = int(g)
 	}
-	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Exhausted: r.exhausted, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted), Choices: slices.Clone(r.choices)}
+	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Exhausted: r.exhausted, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted), Choices: slices.Clone(r.choices), Trace: slices.Clone(r.trace)}
 }
 
 // self returns the calling goroutine if it is the one under control that
@@ -690,6 +722,10 @@ func (r *run) handTo(g *gor) {
 // release them; after Options.Stall of that, the run falls back.
 func (r *run) handOff(g *gor) {
 	defer func() { g.mark = markProgress }() // what g does next is not known
+	if r.opt.Trace && g.st != done {
+		pcs := make([]uintptr, maxSite)
+		g.site = pcs[:runtime.Callers(2, pcs)]
+	}
 	for {
 		next := r.pickLocked(g)
 		if next == g {
@@ -730,6 +766,9 @@ func (r *run) handOff(g *gor) {
 		}
 	}
 }
+
+// maxSite bounds the frames a traced step keeps.
+const maxSite = 48
 
 func stalled(d time.Duration) string {
 	return fmt.Sprintf("every goroutine under control stayed blocked for %v (a deadlock, or a wait for code that is not instrumented)", d)
@@ -909,6 +948,9 @@ func (r *run) pickLocked(from *gor) *gor {
 		c.Obj = next.pending
 		next.pending, next.locking = 0, false
 		r.choices = append(r.choices, c)
+	}
+	if r.opt.Trace {
+		r.trace = append(r.trace, Step{G: next.id, Tag: next.tag, Site: next.site})
 	}
 	r.schedule = append(r.schedule, uint8(next.id))
 	next.last = step + 1

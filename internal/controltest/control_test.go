@@ -36,7 +36,7 @@ func setFlag(t *testing.T, name, value string) {
 
 var (
 	replayRE   = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
-	switchesRE = regexp.MustCompile(`\((\d+) preemptions?, shrunk from (\d+)\)`)
+	switchesRE = regexp.MustCompile(`\((\d+) preemptions?(?:, shrunk from (\d+))?\)`)
 )
 
 // Under control the check-then-act is caught on every seed base, in its
@@ -83,7 +83,7 @@ func catchAndReplay(t *testing.T, ct budgettest.Subject[model.TokenBucketState],
 		if sw := switchesRE.FindStringSubmatch(f.Error()); sw == nil {
 			t.Errorf("seed base %d: the failure does not count its preemptions:\n%v", base+1, f)
 		} else {
-			t.Logf("seed base %d: %d operations, %s preemptions (shrunk from %s)", base+1, s.Len(), sw[1], sw[2])
+			t.Logf("seed base %d: %d operations, %s preemptions (shrunk from %q)", base+1, s.Len(), sw[1], sw[2])
 		}
 		replay = m[1]
 	}
