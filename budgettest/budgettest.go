@@ -95,7 +95,15 @@ func Checks() []Check {
 //     one operation and trickles of small clock steps to the budget and to
 //     the model, and fails on the first answer (or balance, when the model
 //     is a model.Balancer and the budget has Available() float64) that
-//     differs, shrunk to a short sequence. Needs: Model; Scale for time.
+//     differs, shrunk to a short sequence. Then long runs (4 of 100,000
+//     operations, 2 under -race) compare every answer and balance too:
+//     phases of random mixes and of calls with a share of retries from none
+//     (steady success) to all (an outage), asking for a retry at every edge
+//     of the model (where one more success or clock step would change its
+//     answer). They find arithmetic that parts from the model only after
+//     hundreds of calls (a count in float64 rounding at a threshold); the
+//     failure shows the shortest run it found in 3 s. Needs: Model; Scale
+//     for time.
 //   - Linearizable: Scenarios concurrent histories (4 goroutines of 100
 //     operations, and a clock goroutine when Scale is set) are recorded and
 //     checked against the model with porcupine. A violation is narrowed to

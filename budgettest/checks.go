@@ -114,7 +114,44 @@ func checkSequential[S any](t *testing.T, sub Subject[S]) error {
 	if failed {
 		return fail(ruleSequential, "%s: rapid's shrunk counterexample:\n%s", sub.name(), report)
 	}
-	return nil
+	return sub.longRuns(t)
+}
+
+// The Sequential check's long runs: longRuns runs of longOps operations
+// each (half as many runs under -race, which slows them fivefold and finds
+// nothing more in one goroutine), seeded from -budgettest.seed, and the
+// time a divergence's shrinking may take.
+const (
+	longRuns   = 4 / (1 + raceRuns)
+	longOps    = 100_000
+	longShrink = 3 * time.Second
+)
+
+// longRuns runs the Sequential check's second stage: long runs against the
+// model (see seqcheck.Long), which find arithmetic that parts from it only
+// after hundreds of operations, such as float64 counts rounding at a
+// threshold; rapid's short sequences do not reach there.
+func (sub Subject[S]) longRuns(t *testing.T) error {
+	hs := sub.harness(t)
+	var d *seqcheck.Divergence
+	var seed uint64
+	err := hs.Guard("the sequential check's long runs", func() error {
+		return hs.InBubble(t, "the sequential check's long runs", func(t *testing.T) error {
+			hs := sub.harness(t)
+			for k := range uint64(longRuns) {
+				seed = control.SeedBase()*longRuns + k + 1
+				if d = seqcheck.Long(hs, seed, longOps); d != nil {
+					seqcheck.Shrink(hs, d, longShrink)
+					return nil
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil || d == nil {
+		return err
+	}
+	return fail(ruleSequential, "%s: long run %d (of %d operations, seed %d) parted from the model: %v", sub.name(), seed-control.SeedBase()*longRuns, longOps, seed, d)
 }
 
 // Scenario sizes of the Linearizable check.

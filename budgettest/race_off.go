@@ -6,3 +6,6 @@ package budgettest
 // ten times slower, and the Invariant check then makes fewer free stress
 // runs (see familySeeds).
 const raceEnabled = false
+
+// raceRuns is 1 under the race detector, for constants that shrink there.
+const raceRuns = 0
