@@ -151,27 +151,31 @@ type branch struct {
 // when it next runs in this run: until then it waits at the same yield
 // point.
 func branches(sched []int, choices []yield.Choice, prefix []int, sleep uint64, bound int) []branch {
-	// next[i][g] is the object of g's step at state i, as far as this run
-	// shows it: the Obj of g's next step from i on; zero if g runs no more.
+	// nextObj[i*gs+g] is the object of g's step at state i, as far as
+	// this run shows it: the Obj of g's next step from i on; zero if g
+	// runs no more.
 	n := len(sched)
-	nextObj := make([][64]uintptr, n+1)
+	gs := 1
+	for _, g := range sched {
+		gs = max(gs, g+1)
+	}
+	nextObj := make([]uintptr, (n+1)*gs)
 	for i := n - 1; i >= 0; i-- {
-		nextObj[i] = nextObj[i+1]
-		nextObj[i][sched[i]] = choices[i].Obj
+		copy(nextObj[i*gs:(i+1)*gs], nextObj[(i+1)*gs:(i+2)*gs])
+		nextObj[i*gs+sched[i]] = choices[i].Obj
 	}
-	// lastStep[i][g] is 1 + the last step before i at which g ran; 0 if
-	// none.
-	lastStep := make([][64]int32, n+1)
-	for i := 1; i <= n; i++ {
-		lastStep[i] = lastStep[i-1]
-		lastStep[i][sched[i-1]] = int32(i)
-	}
+	// last[g] is 1 + the last step before the current one at which g ran;
+	// 0 if none. The loop below keeps it as it goes.
+	last := make([]int, gs)
 	// futile reports whether g, run at step i, would only find again that
 	// its operation cannot go on: it did at the last step it ran, and no
 	// step since touched what it waits for (a blocked goroutine is made
 	// runnable by any unlock or channel operation, to try again).
 	futile := func(i, g int) bool {
-		j := int(lastStep[i][g]) - 1
+		j := -1
+		if g < gs {
+			j = last[g] - 1
+		}
 		if j < 0 || !choices[j].Blocked || choices[j].Obj == 0 || choices[j].Obj == 1 {
 			return false
 		}
@@ -191,7 +195,7 @@ func branches(sched []int, choices []yield.Choice, prefix []int, sleep uint64, b
 	wake := func(z uint64, i int, obj uintptr) uint64 {
 		for rest := z; rest != 0; rest &= rest - 1 {
 			g := bits.TrailingZeros64(rest)
-			if !commute(nextObj[i][g], obj) {
+			if g >= gs || !commute(nextObj[i*gs+g], obj) {
 				z &^= 1 << g
 			}
 		}
@@ -232,6 +236,7 @@ func branches(sched []int, choices []yield.Choice, prefix []int, sleep uint64, b
 		if preempts(sched[i]) {
 			cost++
 		}
+		last[sched[i]] = i + 1
 	}
 	return out
 }

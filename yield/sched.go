@@ -519,6 +519,12 @@ func newRun(opt Options, n int) *run {
 	if r.maxSteps <= 0 {
 		r.maxSteps = DefaultMaxSteps
 	}
+	if opt.Choices {
+		// A search replays a prefix of a run like the last: room for one
+		// as long, with some to spare.
+		steps := len(opt.Schedule) + 64
+		r.schedule, r.choices = make([]uint8, 0, steps), make([]Choice, 0, steps)
+	}
 	r.spinLimit = opt.SpinLimit
 	if r.spinLimit <= 0 {
 		r.spinLimit = spinLimit
@@ -540,6 +546,8 @@ func newRun(opt Options, n int) *run {
 	return r
 }
 
+// report describes r. The run is over, and control with it: what it kept
+// is handed over without a copy.
 func (r *run) report() Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -548,7 +556,7 @@ func (r *run) report() Report {
 	for i, g := range r.schedule {
 		o.Schedule[i] = int(g)
 	}
-	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Exhausted: r.exhausted, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted), Choices: slices.Clone(r.choices), Trace: slices.Clone(r.trace)}
+	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Exhausted: r.exhausted, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted), Choices: r.choices, Trace: r.trace}
 }
 
 // self returns the calling goroutine if it is the one under control that
