@@ -3,6 +3,7 @@ package budgettest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +72,14 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 		out = append(out,
 			namedScenario{name + ": a retry against a call ending and one starting", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, b}, Structured: true}},
 			namedScenario{name + ": two retries against a call ending and one starting", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, c}, Structured: true}},
-			namedScenario{name + ": two retries and a call", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, a, d}, Structured: true}},
+			// The call first: the first goroutine runs on from the
+			// prefix, so a call that opens a slot before two retries
+			// race for it costs no preemption.
+			namedScenario{name + ": a call, and two retries", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{d, a, a}, Structured: true}},
+			// The same, the retries' attempts left open: two retries
+			// granted where the call opened one slot stay in flight
+			// together without a preemption to hold the first's end back.
+			namedScenario{name + ": a call, and two retries left in flight", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{d, {retry(t)}, {retry(th)}}, Structured: true}},
 		)
 		return out
 	}
@@ -107,7 +115,15 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 		}
 		out = append(out,
 			namedScenario{at("as much as it holds: a credit races asks that go on to the first denial"), linearizability.Scenario{Before: w.ops,
-				Goroutines: [][]model.Op{{success(f)}, probe}}},
+				Goroutines: [][]model.Op{{success(f)}, probe}}})
+		if below, credit, n, ok := creditEdge(m, w.ops, grants); ok {
+			// Below capacity, where the credit counts: it adds a grant,
+			// so a credit lost to a concurrent ask (a compare-and-swap
+			// tried once, a load-add-store) shows at the first denial.
+			out = append(out, namedScenario{at(fmt.Sprintf("below capacity, where a %v adds a grant: it races a credit and asks that go on to the first denial", credit)),
+				linearizability.Scenario{Before: below, Goroutines: [][]model.Op{{credit}, append([]model.Op{success(f)}, repeat(retry(t), n)...)}}})
+		}
+		out = append(out,
 			namedScenario{at("the last retry: two goroutines each ask twice"), linearizability.Scenario{Before: last,
 				Goroutines: [][]model.Op{{retry(t), retry(t)}, {retry(th), success(t)}}}},
 			namedScenario{at("the last retry: one asks while the other completes four calls"), linearizability.Scenario{Before: last,
@@ -162,6 +178,30 @@ func grantsLeft[S any](m model.Model[S], ops []model.Op) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// creditEdge finds, after warmup and then as few asks as can be, a point
+// below capacity where, after a success of a first attempt, a success's
+// credit (of any kind) lets the model grant one retry more: the state, the
+// credit, and the asks that go to the first denial with both counted. ok
+// is false if there is none, or it is further than maxProbe asks from that
+// denial.
+func creditEdge[S any](m model.Model[S], warmup []model.Op, grants int) (before []model.Op, credit model.Op, asks int, ok bool) {
+	bonus := model.OpSuccess(model.FirstAttempt)
+	for j := grants; j >= 1; j-- {
+		p := append(append([]model.Op(nil), warmup...), repeat(model.OpRetry(model.Transient), j)...)
+		g, gok := grantsLeft(m, append(slices.Clip(p), bonus))
+		if !gok {
+			continue
+		}
+		for _, k := range []model.Kind{model.FirstAttempt, model.Throttled, model.Transient} {
+			c := model.OpSuccess(k)
+			if with, wok := grantsLeft(m, append(slices.Clip(p), bonus, c)); wok && with > g && with+1 <= maxProbe {
+				return p, c, with + 1, true
+			}
+		}
+	}
+	return nil, model.Op{}, 0, false
 }
 
 // inFlightEdge finds, for an in-flight model, the first count of calls in

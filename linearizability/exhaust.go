@@ -48,8 +48,9 @@ type ExhaustReport struct {
 // A preemption is a switch away from a goroutine that could have gone on;
 // a switch at a goroutine's block, return or spin costs none, so a
 // goroutine stopped after a read while another runs several whole calls
-// costs one. There is no partial-order reduction: schedules that differ
-// only in the order of independent steps are all run.
+// costs one. The schedules of fewer preemptions run first. Schedules that
+// differ only in the order of steps that commute (see yield.Choice.Obj)
+// are pruned by sleep sets (see branches).
 //
 // s.Control, if set, gives the options the runs start from (a MaxSteps
 // say); its Schedule and Strategy are replaced. A run that falls back to
@@ -89,8 +90,17 @@ func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 	for g := 1; g < busy; g++ {
 		start = append(start, g, g)
 	}
-	stack := []branch{{prefix: start}}
-	for len(stack) > 0 {
+	// One stack of branches for each number of preemptions: the search
+	// runs every schedule of fewer preemptions first, so that the bug of
+	// a low bound is found without going through the schedules of a high
+	// one, and a search cut short has covered the lowest bounds.
+	stacks := make([][]branch, bound+1)
+	stacks[0] = []branch{{prefix: start}}
+	for {
+		i := slices.IndexFunc(stacks, func(s []branch) bool { return len(s) > 0 })
+		if i < 0 {
+			break
+		}
 		if limit > 0 && rep.Schedules >= limit {
 			rep.Complete = false
 			break
@@ -99,8 +109,8 @@ func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 			rep.Complete = false
 			return rep, err
 		}
-		b := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
+		b := stacks[i][len(stacks[i])-1]
+		stacks[i] = stacks[i][:len(stacks[i])-1]
 		o := base
 		o.Schedule = b.prefix
 		c := s
@@ -122,8 +132,9 @@ func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 			rep.Complete = false
 			continue
 		}
-		nb := branches(r.Options.Schedule, r.Choices, b.prefix, b.sleep, bound)
-		stack = append(stack, nb...)
+		for _, nb := range branches(r.Options.Schedule, r.Choices, b.prefix, b.sleep, bound) {
+			stacks[nb.cost] = append(stacks[nb.cost], nb)
+		}
 	}
 	return rep, nil
 }
@@ -134,6 +145,7 @@ func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 type branch struct {
 	prefix []int
 	sleep  uint64
+	cost   int // the preemptions of prefix
 }
 
 // branches returns the prefixes that branch off a run whose schedule
@@ -225,7 +237,7 @@ func branches(sched []int, choices []yield.Choice, prefix []int, sleep uint64, b
 					continue
 				}
 				p := append(slices.Clone(sched[:i:i]), g)
-				out = append(out, branch{p, z | pushed})
+				out = append(out, branch{p, z | pushed, k})
 				pushed |= 1 << g
 			}
 			z |= pushed

@@ -44,7 +44,7 @@ func (r *run) spawn(fn func()) bool {
 		r.mu.Unlock()
 		return false
 	}
-	g := &gor{id: len(r.gs), baton: make(chan struct{}, 1), prio: r.childPriority(), child: true}
+	g := &gor{id: len(r.gs), baton: make(chan struct{}, 1), prio: r.childPriority(), child: true, pending: localObject}
 	r.gs = append(r.gs, g)
 	r.mu.Unlock()
 	started := make(chan struct{})
@@ -313,7 +313,16 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 			obj = uintptr(p)
 		}
 	}
-	g.pending = obj
+	// A select of several cases touches the channel of the case that
+	// proceeds, known once it has: its step is taken as local until then
+	// (see releasedObj), and as touching anything if it blocks, or takes
+	// its default, having read every channel.
+	multi := r.opt.Choices && obj == 0 && len(cases) > 1
+	pending := obj
+	if multi {
+		pending = localObject
+	}
+	g.pending = pending
 	r.yield(g)
 	w := &waiter{g: g, cases: cases, chosen: -1}
 	for {
@@ -336,6 +345,7 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 			// taken at once: the search itself tries the other goroutines
 			// at the select's yield point, and a goroutine left blocked
 			// here has no operation for a release to complete.
+			r.unknownStep(g)
 			if !r.opt.Choices && slices.ContainsFunc(r.gs, func(o *gor) bool { return o != g && o.st == runnable }) {
 				g.st = blocked
 				r.handOff(g)
@@ -353,15 +363,31 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 		g.st = blocked
 		g.mark = markQuiet
 		r.markBlocked(g)
-		g.pending = obj // its next step tries again
+		if multi {
+			r.unknownStep(g)
+		}
+		g.pending = pending // its next step tries again
 		r.handOff(g)
 	}
 	r.ticks.Add(1)
 	r.mu.Lock()
 	r.blockedAt = time.Time{}
 	r.mu.Unlock()
+	if multi && w.chosen >= 0 {
+		if p, _ := cases[w.chosen].channel(); p != nil {
+			obj = uintptr(p)
+		}
+	}
 	r.releasedObj(obj)
 	return w.chosen
+}
+
+// unknownStep records, with Options.Choices, that g's current step may
+// have touched anything. Called with r.mu held.
+func (r *run) unknownStep(g *gor) {
+	if r.opt.Choices && g.last > 0 && g.last <= len(r.choices) {
+		r.choices[g.last-1].Obj = 0
+	}
 }
 
 // WaitGroup is the rewrite of a sync.WaitGroup's Go and Wait:

@@ -37,6 +37,10 @@ func mutantCases() []Case {
 			tm := seqcheck.RatioTiming(sreModel)
 			out = append(out, mk("mutants", string(m.CaughtBy), budgettest.Subject[model.RatioState]{Name: name, Model: sreModel, Scale: tm.Scale, Horizon: tm.Horizon,
 				New: func(_ *testing.T, c budget.Clock) budget.Budget { return m.Ratio(sreModel, c) }}))
+		case m.InFlight != nil:
+			envoy := model.EnvoyDefaults()
+			out = append(out, mk("mutants", string(m.CaughtBy), budgettest.Subject[model.InFlightState]{Name: name, Model: envoy,
+				New: func(_ *testing.T, c budget.Clock) budget.Budget { return m.InFlight(envoy, c) }}))
 		default:
 			out = append(out, mk("mutants", string(m.CaughtBy), budgettest.Subject[model.ThrottleState]{Name: name, Model: grpcModel,
 				New: func(_ *testing.T, c budget.Clock) budget.Budget { return m.Throttle(grpcModel, c) }}))

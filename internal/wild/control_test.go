@@ -25,7 +25,7 @@ var controlRuns = flag.Int("control.runs", 0, "how many runs, each with a fresh 
 func concurrencyCases() []Case {
 	var out []Case
 	for _, c := range append(Cases(), mutantCases()...) {
-		if c.Class == ClassConcurrency || slices.Contains([]string{"wild.AddThenUndoBucket", "wild.LostRefundBucket", "mutants.CheckThenAct", "mutants.LostCredit", "mutants.MissingLock", "mutants.DoubleRefill"}, c.Name) {
+		if c.Class == ClassConcurrency || slices.Contains([]string{"wild.AddThenUndoBucket", "wild.LostRefundBucket", "mutants.CheckThenAct", "mutants.LostCredit", "mutants.MissingLock", "mutants.DoubleRefill", "mutants.InFlightCheckThenAct", "mutants.UnlockedCallEnd"}, c.Name) {
 			out = append(out, c)
 		}
 	}
