@@ -52,7 +52,7 @@
 // module, named by a temporary go.mod passed as -modfile; your go.mod and
 // go.sum are never touched.
 //
-// The Linearizable check's controlled stage ends with an exhaustive
+// The Linearizable check's controlled stage begins with an exhaustive
 // stage: small scenarios at the edges the model shows (the last retry, none
 // left, as much as the budget holds, time gone by; for an in-flight budget
 // the calls in flight at which one more allows one retry more) are run
@@ -61,7 +61,16 @@
 // then means no violation in any schedule within that bound of those
 // scenarios, for code free of data races; a scenario cut short by the
 // stage's limits (5,000 schedules each, 8 s in all) is logged as such. A
-// violation it finds names the scenario and the number of schedules run.
+// violation it finds names the scenario and the number of schedules run;
+// the schedules of fewer preemptions run first. The random schedules
+// follow it.
+//
+// A controlled failure tells how the calls met in the budget's own lines:
+// the shrunk schedule is replayed once more, traced, and each switch is
+// printed with the goroutine, the call it was in, and the file:line,
+// function and source line where it was preempted and where it resumed,
+// with each call's answer and, where it differs, the model's
+// (linearizability.Interleaving). No -race is needed for it.
 //
 // This route was chosen over rewriting at compile time (-toolexec, which
 // every go test would have to be given) and over running go test again

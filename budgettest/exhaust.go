@@ -16,7 +16,7 @@ import (
 
 // The exhaustive stage of the Linearizable check. Random schedules (PCT, a
 // walk) give no bound: a pass says nothing of the schedules not tried. So
-// under control, after them, small scenarios that meet at the budget's
+// under control, before them, small scenarios that meet at the budget's
 // edges are run under every schedule with at most
 // linearizability.DefaultPreemptionBound preemptions
 // (linearizability.Exhaust). A pass of the stage then means: no violation
