@@ -1,0 +1,5 @@
+//go:build race
+
+package classes
+
+const raceEnabled = true
