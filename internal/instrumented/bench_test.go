@@ -8,10 +8,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 
 	"github.com/retrybudget/retrybudget/budget"
+	ibudget "github.com/retrybudget/retrybudget/internal/instrumented/budget"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 	"github.com/retrybudget/retrybudget/yield"
-	ibudget "github.com/retrybudget/retrybudget/internal/instrumented/budget"
 )
 
 // The retry/success loop of budget's BenchmarkRetrySuccess, on the plain
