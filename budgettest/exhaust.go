@@ -49,9 +49,18 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 	retry, success := model.OpRetry, model.OpSuccess
 	var out []namedScenario
 	if harness.IsStructured(m) {
+		if calls, left, ok := lastSlot(m); ok {
+			// The fewest calls at which two retries may be in flight,
+			// with all but one of them taken: two retries race for the
+			// last, a check-then-act's smallest witness.
+			before := repeat(model.OpRequest, calls)
+			before = append(before, repeat(retry(t), left)...)
+			out = append(out, namedScenario{fmt.Sprintf("%d calls and %d retries in flight, one retry left: two retries race for it", calls, left),
+				linearizability.Scenario{Before: before, Goroutines: [][]model.Op{{retry(t)}, {retry(th)}}, Structured: true}})
+		}
 		calls, retries, ok := inFlightEdge(m)
 		if !ok {
-			return nil
+			return out
 		}
 		before := make([]model.Op, 0, calls+retries)
 		for range calls {
@@ -204,26 +213,43 @@ func creditEdge[S any](m model.Model[S], warmup []model.Op, grants int) (before 
 	return nil, model.Op{}, 0, false
 }
 
+// lastSlot finds, for an in-flight model, the fewest calls in flight
+// (from 2) at which its limit binds with at least two retries allowed and
+// two calls more than that open (each racing retry continues one), and the
+// retries that leave one more allowed.
+func lastSlot[S any](m model.Model[S]) (calls, retries int, ok bool) {
+	for c := 2; c < 64; c++ {
+		if n := inFlightAllowed(m, c); n >= 2 && n < c-1 {
+			return c, n - 1, true
+		}
+	}
+	return 0, 0, false
+}
+
+// inFlightAllowed returns how many retries, each continuing one of c open
+// calls, the model grants in a row.
+func inFlightAllowed[S any](m model.Model[S], c int) int {
+	s := m.Init()
+	for range c {
+		s, _ = m.Step(s, model.OpRequest)
+	}
+	n := 0
+	for n < c {
+		var granted bool
+		s, granted = m.Step(s, model.OpRetry(model.Transient))
+		if !granted {
+			break
+		}
+		n++
+	}
+	return n
+}
+
 // inFlightEdge finds, for an in-flight model, the first count of calls in
 // flight (from 2) at which one call more allows one retry more in flight,
 // and the retries those calls allow.
 func inFlightEdge[S any](m model.Model[S]) (calls, retries int, ok bool) {
-	allowed := func(c int) int {
-		s := m.Init()
-		for range c {
-			s, _ = m.Step(s, model.OpRequest)
-		}
-		n := 0
-		for n < c { // each retry continues an open call
-			var granted bool
-			s, granted = m.Step(s, model.OpRetry(model.Transient))
-			if !granted {
-				break
-			}
-			n++
-		}
-		return n
-	}
+	allowed := func(c int) int { return inFlightAllowed(m, c) }
 	prev := allowed(2)
 	for c := 2; c < 64; c++ {
 		next := allowed(c + 1)
