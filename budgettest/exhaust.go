@@ -90,6 +90,16 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			// together without a preemption to hold the first's end back.
 			namedScenario{name + ": a call, and two retries left in flight", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{d, {retry(t)}, {retry(th)}}, Structured: true}},
 		)
+		if retries > 0 {
+			// One slot left at the edge: a retry read against a call
+			// that starts and a retry that takes the room the call made,
+			// both completed by another goroutine in between (a limit
+			// computed before a compare-and-swap loop goes stale only
+			// after both).
+			one := append(repeat(model.OpRequest, calls), repeat(retry(t), retries-1)...)
+			out = append(out, namedScenario{fmt.Sprintf("%d calls and %d retries in flight, one retry left, where one call more allows one retry more: a retry against a call that starts and retries", calls, retries-1),
+				linearizability.Scenario{Before: one, Goroutines: [][]model.Op{{retry(t)}, {model.OpRequest, model.OpAttemptEnd(f), retry(th)}}, Structured: true}})
+		}
 		return out
 	}
 	warmups := []struct {
@@ -132,6 +142,29 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			out = append(out, namedScenario{at(fmt.Sprintf("below capacity, where a %v adds a grant: it races a credit and asks that go on to the first denial", credit)),
 				linearizability.Scenario{Before: below, Goroutines: [][]model.Op{{credit}, append([]model.Op{success(f)}, repeat(retry(t), n)...)}}})
 		}
+		if before, n, ok := requestEdge(m, w.ops); ok {
+			// Where the second of two requests raises the allowance:
+			// they race, then asks go to the first denial (a limit
+			// cached from the requests and stored after the unlock,
+			// stale, takes the new room away).
+			out = append(out, namedScenario{at("one request from a higher allowance: two requests race, then asks go to the first denial"),
+				linearizability.Scenario{Before: before, Goroutines: [][]model.Op{{model.OpRequest}, append([]model.Op{model.OpRequest}, repeat(retry(t), n)...)}}})
+		}
+		if last, ok := lastOfAll(m, w.ops); ok {
+			// The retry that leaves nothing for any kind: it races a
+			// refund and a retry that the refund pays for (an "empty"
+			// flag stored after the unlock, stale, denies it).
+			out = append(out, namedScenario{at("the retry that leaves none of any kind races a refund and a retry"),
+				linearizability.Scenario{Before: last, Goroutines: [][]model.Op{{retry(t)}, {success(t), retry(t)}}}})
+		}
+		if below, n, ok := fullEdge(m, w.ops); ok {
+			// One credit from full: a credit that fills the budget races
+			// a retry, then a credit and asks to the first denial (a
+			// "full" flag stored after the unlock, stale, drops the
+			// second credit; a cache of the count likewise).
+			out = append(out, namedScenario{at("one credit from full: a credit that fills it races a retry, a credit and asks to the first denial"),
+				linearizability.Scenario{Before: below, Goroutines: [][]model.Op{{success(f)}, append([]model.Op{retry(t), success(f)}, repeat(retry(t), n)...)}}})
+		}
 		out = append(out,
 			namedScenario{at("the last retry: two goroutines each ask twice"), linearizability.Scenario{Before: last,
 				Goroutines: [][]model.Op{{retry(t), retry(t)}, {retry(th), success(t)}}}},
@@ -153,6 +186,14 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 					Goroutines: [][]model.Op{{retry(t), retry(t)}, {model.OpRequest, retry(th)}}, Clock: []time.Duration{sub.Scale}}},
 				namedScenario{at("no retry left and time gone by: a credit races the asks"), linearizability.Scenario{Before: due,
 					Goroutines: [][]model.Op{{success(f), success(t)}, {retry(t), retry(th)}}}},
+				// A whole window gone by: the first call to see it
+				// slides the window, and a retry reads beside it (a
+				// snapshot of the window published under a version
+				// counter, read half written, still holds the old
+				// retries).
+				namedScenario{at("no retry left and a whole horizon gone by: a request races a retry"), linearizability.Scenario{
+					Before:     append(append([]model.Op(nil), empty...), model.OpAdvance(horizon+sub.Scale)),
+					Goroutines: [][]model.Op{{model.OpRequest}, {retry(t)}}}},
 			)
 		}
 	}
@@ -211,6 +252,100 @@ func creditEdge[S any](m model.Model[S], warmup []model.Op, grants int) (before 
 		}
 	}
 	return nil, model.Op{}, 0, false
+}
+
+// requestEdge finds, after warmup and as few requests as can be, a point
+// where one request leaves the model's grants as they are and a second
+// adds one; it returns that prefix and the asks that go to the first
+// denial after both requests. ok is false if there is none within
+// edgeScan requests, or the asks are more than maxProbe.
+func requestEdge[S any](m model.Model[S], warmup []model.Op) ([]model.Op, int, bool) {
+	p := append([]model.Op(nil), warmup...)
+	prev, ok := grantsLeft(m, append(slices.Clip(p), model.OpRequest))
+	if !ok {
+		return nil, 0, false
+	}
+	for range edgeScan {
+		two, ok := grantsLeft(m, append(slices.Clip(p), model.OpRequest, model.OpRequest))
+		if !ok {
+			return nil, 0, false
+		}
+		if two > prev {
+			if two+1 > maxProbe {
+				return nil, 0, false
+			}
+			return p, two + 1, true
+		}
+		p = append(p, model.OpRequest)
+		prev = two
+	}
+	return nil, 0, false
+}
+
+// lastOfAll finds, after warmup and transient then throttled retries, a
+// point where a transient retry is granted and leaves no retry of either
+// kind granted; ok is false if there is none within edgeScan retries.
+func lastOfAll[S any](m model.Model[S], warmup []model.Op) ([]model.Op, bool) {
+	rt, rth := model.OpRetry(model.Transient), model.OpRetry(model.Throttled)
+	p := append([]model.Op(nil), warmup...)
+	s := m.Init()
+	for _, op := range p {
+		s, _ = m.Step(s, op)
+	}
+	for range edgeScan {
+		after, granted := m.Step(s, rt)
+		if !granted {
+			// Too little for a transient retry: none of this kind is
+			// the last of all.
+			return nil, false
+		}
+		_, t := m.Step(after, rt)
+		_, th := m.Step(after, rth)
+		if !t && !th {
+			return p, true
+		}
+		// Spend a throttled retry when the transient one would still
+		// leave one of its own.
+		next := rt
+		if _, again := m.Step(after, rt); !again {
+			next = rth
+		}
+		s, _ = m.Step(s, next)
+		p = append(p, next)
+	}
+	return nil, false
+}
+
+// fullEdge finds, after warmup, a transient retry and then as few
+// successes of first attempts as can be, the point one credit from full:
+// one more success changes the state, and a second one after it does not.
+// It returns that prefix and the asks that go to the first denial after
+// the race of fullEdge's scenario, with every credit counted; ok is false
+// if there is no such point within edgeScan successes or the asks are more
+// than maxProbe.
+func fullEdge[S any](m model.Model[S], warmup []model.Op) (before []model.Op, asks int, ok bool) {
+	succ := model.OpSuccess(model.FirstAttempt)
+	p := append(append([]model.Op(nil), warmup...), model.OpRetry(model.Transient))
+	s := m.Init()
+	for _, op := range p {
+		s, _ = m.Step(s, op)
+	}
+	for range edgeScan {
+		once, _ := m.Step(s, succ)
+		if m.Equal(once, s) {
+			return nil, 0, false // full already: no credit below it
+		}
+		if twice, _ := m.Step(once, succ); m.Equal(twice, once) {
+			g, gok := grantsLeft(m, append(slices.Clip(p), succ, model.OpRetry(model.Transient), succ))
+			if !gok || g+1 > maxProbe {
+				return nil, 0, false
+			}
+			return p, g + 1, true
+		}
+		s = once
+		p = append(p, succ)
+	}
+	return nil, 0, false
 }
 
 // lastSlot finds, for an in-flight model, the fewest calls in flight

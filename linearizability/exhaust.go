@@ -139,6 +139,10 @@ func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 	return rep, nil
 }
 
+// localStep is the yield.Choice.Obj of a step that touches only memory the
+// goroutine owns or holds a lock on.
+const localStep = 1
+
 // A branch is a prefix still to run, and the sleep set before its last
 // choice: goroutines whose step there was explored already, in a sibling or
 // the run it branches off, and commutes with the steps taken since.
@@ -171,10 +175,20 @@ func branches(sched []int, choices []yield.Choice, prefix []int, sleep uint64, b
 	for _, g := range sched {
 		gs = max(gs, g+1)
 	}
+	//
+	// A local step is passed over: g's step here is taken to be the first
+	// of its steps from i on that is not local. A local step commutes with
+	// every step, but a goroutine put to sleep at one would stand for the
+	// schedules that run it early and its next step late, which cost a
+	// preemption more than the schedules it stood for, and the bound can
+	// cut those off; asleep for its next step that matters, it stays
+	// asleep only while the steps taken commute with that one.
 	nextObj := make([]uintptr, (n+1)*gs)
 	for i := n - 1; i >= 0; i-- {
 		copy(nextObj[i*gs:(i+1)*gs], nextObj[(i+1)*gs:(i+2)*gs])
-		nextObj[i*gs+sched[i]] = choices[i].Obj
+		if o := choices[i].Obj; o != localStep {
+			nextObj[i*gs+sched[i]] = o
+		}
 	}
 	// last[g] is 1 + the last step before the current one at which g ran;
 	// 0 if none. The loop below keeps it as it goes.
@@ -201,7 +215,7 @@ func branches(sched []int, choices []yield.Choice, prefix []int, sleep uint64, b
 		}
 		return true
 	}
-	commute := func(a, b uintptr) bool { return a != 0 && b != 0 && (a == 1 || b == 1) }
+	commute := func(a, b uintptr) bool { return a != 0 && b != 0 && (a == localStep || b == localStep) }
 	// wake removes from z the goroutines whose step at state i does not
 	// commute with obj.
 	wake := func(z uint64, i int, obj uintptr) uint64 {
