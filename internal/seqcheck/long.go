@@ -30,15 +30,13 @@ func (d *Divergence) Error() string {
 // Long runs one long sequential run of about n operations from seed on a
 // new budget and on the model, comparing every answer and, when both
 // report one, the balance after every operation. The run is a chain of
-// phases, each of a few hundred to a few thousand operations: random
-// mixes; steady success; an outage, whose attempts all fail; a recovery;
-// and stretches held at the edge of the budget, where the next retry is
-// the last one granted, by asking for a retry when the model would grant
-// it and reporting a success when it would not (in small clock steps, for
-// a budget that refills or whose window slides). A model of structured
-// calls (model.Structured) gets callers that keep the call structure
-// instead. It returns the first difference, or nil; its Ops are not yet
-// shrunk (see Shrink).
+// phases of up to 200 operations (see phase): random mixes of every kind,
+// and calls with a share of retries drawn from none (steady success) to all
+// (an outage), which ask for a retry at every edge of the model, where one
+// more success or small clock step would change its answer. A model of
+// structured calls (model.Structured) gets callers that keep the call
+// structure instead. It returns the first difference, or nil; its Ops are
+// not yet shrunk (see Shrink).
 func Long[S any](sub Subject[S], seed uint64, n int) *Divergence {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	src := harness.Rand(r)
