@@ -89,6 +89,11 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			// granted where the call opened one slot stay in flight
 			// together without a preemption to hold the first's end back.
 			namedScenario{name + ": a call, and two retries left in flight", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{d, {retry(t)}, {retry(th)}}, Structured: true}},
+			// A call starts while another ends, then the new call's retry
+			// asks at the edge: a count of calls that the two update at
+			// once, one of them outside the lock, keeps one update only,
+			// and the retry is answered from the count it kept.
+			namedScenario{name + ": a call starts as one ends, then retries", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{{model.OpRequest, model.OpAttemptEnd(f), retry(t)}, {model.OpCallEnd}}, Structured: true}},
 		)
 		if retries > 0 {
 			// One slot left at the edge: a retry read against a call

@@ -28,6 +28,20 @@ func P[T any](x T) T {
 	return x
 }
 
+// W is a yield point before a store into a field, which returns x, the
+// value stored: the rewrite of an assignment into a field, so that the
+// store is a step of its own, b.tokens -= c becomes
+// yield.Point(); b.tokens = yield.W(b.tokens - c). Unlike a read's P, the
+// step W begins writes memory that other goroutines may read: while the
+// goroutine holds a mutex it is taken to touch only what the mutex guards,
+// and otherwise to touch anything, as a [Point]'s step is (see Choice.Obj),
+// so that an exhaustive search tries the other goroutines' steps both
+// before and after the store. The store is progress (see Spinning).
+func W[T any](x T) T {
+	Point()
+	return x
+}
+
 // localObject is the Choice.Obj of a step that touches only memory the
 // goroutine owns or holds a lock on: a read of a field, a computation.
 const localObject = 1

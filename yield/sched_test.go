@@ -274,3 +274,30 @@ func TestRunFallsBackWhenWokenWithoutProgress(t *testing.T) {
 		t.Fatalf("%v, want a fallback", rep)
 	}
 }
+
+// A store into a field (W) begins a step that touches anything outside a
+// critical section, and only what the mutex guards inside one; a field's
+// value read (P) begins a local step. An exhaustive search leans on these
+// objects: a store taken for a local step outside a lock would never be
+// ordered after another goroutine's read.
+func TestStoreStepObjects(t *testing.T) {
+	var mu sync.Mutex
+	var n int64
+	rep := yield.Run(yield.Options{Strategy: yield.Serial(), Choices: true}, func() {
+		n = yield.W(n + 1)
+		_ = yield.P(n)
+		yield.M(&mu).Lock()
+		n = yield.W(n + 1)
+		yield.M(&mu).Unlock()
+	})
+	if rep.Free || len(rep.Choices) < 5 {
+		t.Fatalf("%v: %d choices", rep, len(rep.Choices))
+	}
+	// Choice 0 starts the function, 1 and 2 begin the steps after the
+	// first store and the read, the Lock's follow, and the last begins the
+	// step after the store under the lock.
+	objs := []uintptr{rep.Choices[1].Obj, rep.Choices[2].Obj, rep.Choices[len(rep.Choices)-1].Obj}
+	if objs[0] != 0 || objs[1] != 1 || objs[2] != 1 {
+		t.Errorf("objects of the steps after a store, a read and a store under a lock = %v, want [0 1 1]", objs)
+	}
+}

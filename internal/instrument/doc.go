@@ -106,16 +106,18 @@
 //   - an assignment or an increment that stores into an access gets a
 //     yield point before it, on its line, when it is a statement of a block
 //     or a case body, and its store is moved after a yield point of its
-//     own: b.tokens = x - c ->
-//     ryield.Point(); b.tokens = ryield.P(x - c), with the field's type as
+//     own, W, whose step is taken to touch shared memory unless a mutex is
+//     held (a P's step after a read is taken to be local): b.tokens = x - c ->
+//     ryield.Point(); b.tokens = ryield.W(x - c), with the field's type as
 //     a type argument when the value's is another one
-//     (ryield.P[error](&myErr{}), ryield.P[int64](0)) or as it is when that
+//     (ryield.W[error](&myErr{}), ryield.W[int64](0)) or as it is when that
 //     type cannot be spelled in the file; an assignment of a value that is
-//     itself an access has that read's P already;
+//     itself an access has that read wrapped in W instead of P, and so do
+//     the reads in the values of an assignment that W cannot wrap;
 //   - an assignment operation or an increment whose left-hand side is a
 //     chain of field selectors of a variable is spelled as an assignment:
-//     b.tokens -= c -> ryield.Point(); b.tokens = ryield.P(b.tokens - c),
-//     b.tokens++ -> ryield.Point(); b.tokens = ryield.P(b.tokens + 1); other
+//     b.tokens -= c -> ryield.Point(); b.tokens = ryield.W(b.tokens - c),
+//     b.tokens++ -> ryield.Point(); b.tokens = ryield.W(b.tokens + 1); other
 //     ones (b.m[k]++, get(b).n -= c), which would evaluate their operands
 //     twice, and assignments of several values only get the yield point
 //     before them.

@@ -108,7 +108,11 @@ func (r *rewriter) fieldRead(e ast.Expr, depth int) {
 	if !r.access(e) || !r.readAt(e) {
 		return
 	}
-	r.wrap(e, r.name+".P(", ")", depth)
+	hook := ".P("
+	if r.stores[e] {
+		hook = ".W(" // the value of a store into a field: b.a = b.b
+	}
+	r.wrap(e, r.name+hook, ")", depth)
 	r.points++
 }
 
@@ -231,9 +235,9 @@ func (r *rewriter) unsafeCall(call *ast.CallExpr) bool {
 // select case's communication), and moves the store after a yield point of
 // its own:
 //
-//	b.tokens = x - c -> ryield.Point(); b.tokens = ryield.P(x - c)
-//	b.tokens -= c    -> ryield.Point(); b.tokens = ryield.P(b.tokens - c)
-//	b.tokens++       -> ryield.Point(); b.tokens = ryield.P(b.tokens + 1)
+//	b.tokens = x - c -> ryield.Point(); b.tokens = ryield.W(x - c)
+//	b.tokens -= c    -> ryield.Point(); b.tokens = ryield.W(b.tokens - c)
+//	b.tokens++       -> ryield.Point(); b.tokens = ryield.W(b.tokens + 1)
 //
 // An assignment of one value gets its value wrapped, with the type of the
 // left-hand side as P's type argument when the value's type is not that
@@ -263,10 +267,13 @@ func (r *rewriter) fieldWrite(s ast.Stmt, depth int) {
 	switch s := s.(type) {
 	case *ast.AssignStmt:
 		if len(s.Lhs) != 1 || len(s.Rhs) != 1 {
+			r.storedReads(s.Rhs)
 			return
 		}
 		if s.Tok == token.ASSIGN {
-			r.wrapValue(s.Lhs[0], s.Rhs[0], s.Pos(), depth)
+			if !r.wrapValue(s.Lhs[0], s.Rhs[0], s.Pos(), depth) {
+				r.storedReads(s.Rhs)
+			}
 			return
 		}
 		text, ok := r.lhsText(s.Lhs[0])
@@ -276,9 +283,9 @@ func (r *rewriter) fieldWrite(s ast.Stmt, depth int) {
 		op := strings.TrimSuffix(s.Tok.String(), "=")
 		end := s.TokPos + token.Pos(len(s.Tok.String()))
 		if c := r.src[r.offset(end)]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			op += " " // b.n-=-c -> b.n = ryield.P(b.n - -c), not b.n --c
+			op += " " // b.n-=-c -> b.n = ryield.W(b.n - -c), not b.n --c
 		}
-		r.replace(s.TokPos, end, "= "+r.name+".P("+text+" "+op, depth)
+		r.replace(s.TokPos, end, "= "+r.name+".W("+text+" "+op, depth)
 		close := ")"
 		if _, ok := s.Rhs[0].(*ast.BinaryExpr); ok {
 			r.insert(s.Rhs[0].Pos(), "(", depth, false)
@@ -295,32 +302,56 @@ func (r *rewriter) fieldWrite(s ast.Stmt, depth int) {
 		if s.Tok == token.DEC {
 			op = "-"
 		}
-		r.replace(s.TokPos, s.TokPos+2, " = "+r.name+".P("+text+" "+op+" 1)", depth)
+		r.replace(s.TokPos, s.TokPos+2, " = "+r.name+".W("+text+" "+op+" 1)", depth)
 		r.points++
 	}
 }
 
-// wrapValue wraps the value rhs assigned to lhs in P, or leaves it if it
-// is an access (fieldRead wraps it) or P cannot take it.
-func (r *rewriter) wrapValue(lhs, rhs ast.Expr, pos token.Pos, depth int) {
+// storedReads marks the accesses read in values, the values of an
+// assignment into a field that no W wraps, so that fieldRead wraps them in
+// W: the store follows their yield point with no other between.
+func (r *rewriter) storedReads(values []ast.Expr) {
+	for _, v := range values {
+		ast.Inspect(v, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncLit:
+				return false // its reads are not before the store
+			case ast.Expr:
+				if r.access(n) {
+					if r.stores == nil {
+						r.stores = map[ast.Expr]bool{}
+					}
+					r.stores[n] = true
+				}
+			}
+			return true
+		})
+	}
+}
+
+// wrapValue wraps the value rhs assigned to lhs in W, and reports whether
+// it did: it leaves it if P cannot take it, and if it is an access, which
+// fieldRead wraps (see storedReads).
+func (r *rewriter) wrapValue(lhs, rhs ast.Expr, pos token.Pos, depth int) bool {
 	if r.access(ast.Unparen(rhs)) {
-		return
+		return false
 	}
 	lt := r.info.TypeOf(lhs)
 	tv, ok := r.info.Types[rhs]
 	if lt == nil || !ok {
-		return
+		return false
 	}
 	targs := ""
 	if tv.Value != nil || tv.IsNil() || r.untyped(rhs) || r.genericValue(rhs) || !types.Identical(tv.Type, lt) {
 		t, ok := r.spell(lt, pos)
 		if !ok {
-			return
+			return false
 		}
 		targs = "[" + t + "]"
 	}
-	r.wrap(rhs, r.name+".P"+targs+"(", ")", depth)
+	r.wrap(rhs, r.name+".W"+targs+"(", ")", depth)
 	r.points++
+	return true
 }
 
 // untyped reports whether e, a value whose recorded type may be the one

@@ -122,16 +122,16 @@ func f(b *B, x, c int64, s uint) {
 `,
 			want: `
 func f(b *B, x, c int64, s uint) {
-	ryield.Point(); b.tokens = ryield.P(x - c)
-	ryield.Point(); b.tokens = ryield.P(b.other)
-	ryield.Point(); b.tokens = ryield.P(ryield.P(b.tokens) - c)
-	ryield.Point(); b.tokens = ryield.P[int64](0)
-	ryield.Point(); b.tokens = ryield.P[int64](1 << s)
-	ryield.Point(); b.ok = ryield.P[bool](x == c)
-	ryield.Point(); b.s.n = ryield.P(int(x))
-	ryield.Point(); b.m["k"] = ryield.P(x)
-	ryield.Point(); b.arr[1] = ryield.P(x)
-	ryield.Point(); b.buf = ryield.P[[]byte](nil)
+	ryield.Point(); b.tokens = ryield.W(x - c)
+	ryield.Point(); b.tokens = ryield.W(b.other)
+	ryield.Point(); b.tokens = ryield.W(ryield.P(b.tokens) - c)
+	ryield.Point(); b.tokens = ryield.W[int64](0)
+	ryield.Point(); b.tokens = ryield.W[int64](1 << s)
+	ryield.Point(); b.ok = ryield.W[bool](x == c)
+	ryield.Point(); b.s.n = ryield.W(int(x))
+	ryield.Point(); b.m["k"] = ryield.W(x)
+	ryield.Point(); b.arr[1] = ryield.W(x)
+	ryield.Point(); b.buf = ryield.W[[]byte](nil)
 }
 `,
 			points: 21,
@@ -157,18 +157,18 @@ func f(b *B, c, d int64) {
 `,
 			want: `
 func f(b *B, c, d int64) {
-	ryield.Point(); b.tokens = ryield.P(b.tokens - c)
-	ryield.Point(); b.tokens = ryield.P(b.tokens + 1)
-	ryield.Point(); b.tokens = ryield.P(b.tokens - 1)
-	ryield.Point(); b.tokens = ryield.P(b.tokens + (c - d))
-	ryield.Point(); b.tokens = ryield.P(b.tokens << 1)
-	ryield.Point(); b.s.n = ryield.P(b.s.n * 2)
-	ryield.Point(); b.p.n = ryield.P(b.p.n + 1)
-	ryield.Point(); b.next.next.tokens = ryield.P(b.next.next.tokens - ryield.P(b.other))
-	ryield.Point(); (b.tokens) = ryield.P((b.tokens) + -c)
-	ryield.Point(); b.tokens = ryield.P(b.tokens - /* cost */ c)
-	ryield.Point(); b.tokens= ryield.P(b.tokens - -c)
-	ryield.Point(); b.tokens = ryield.P(b.tokens -
+	ryield.Point(); b.tokens = ryield.W(b.tokens - c)
+	ryield.Point(); b.tokens = ryield.W(b.tokens + 1)
+	ryield.Point(); b.tokens = ryield.W(b.tokens - 1)
+	ryield.Point(); b.tokens = ryield.W(b.tokens + (c - d))
+	ryield.Point(); b.tokens = ryield.W(b.tokens << 1)
+	ryield.Point(); b.s.n = ryield.W(b.s.n * 2)
+	ryield.Point(); b.p.n = ryield.W(b.p.n + 1)
+	ryield.Point(); b.next.next.tokens = ryield.W(b.next.next.tokens - ryield.P(b.other))
+	ryield.Point(); (b.tokens) = ryield.W((b.tokens) + -c)
+	ryield.Point(); b.tokens = ryield.W(b.tokens - /* cost */ c)
+	ryield.Point(); b.tokens= ryield.W(b.tokens - -c)
+	ryield.Point(); b.tokens = ryield.W(b.tokens -
 		c)
 }
 `,
@@ -252,7 +252,7 @@ func f(a *B, x int64) {
 func two() (int64, int64) { return 0, 0 }
 
 func f(a *B, x int64) {
-	ryield.Point(); a.tokens, a.other = ryield.P(a.other), ryield.P(a.tokens)
+	ryield.Point(); a.tokens, a.other = ryield.W(a.other), ryield.W(a.tokens)
 	ryield.Point(); a.tokens, x = two()
 	ryield.Point(); a.s.n, x = 1, 2
 	var ok bool
@@ -289,9 +289,9 @@ type myErr struct{}
 func (*myErr) Error() string { return "" }
 
 func f(b *B) {
-	ryield.Point(); b.err = ryield.P(errors.New("x"))
-	ryield.Point(); b.err = ryield.P[error](&myErr{})
-	ryield.Point(); b.err = ryield.P[error](nil)
+	ryield.Point(); b.err = ryield.W(errors.New("x"))
+	ryield.Point(); b.err = ryield.W[error](&myErr{})
+	ryield.Point(); b.err = ryield.W[error](nil)
 }
 
 func shadowed(b *B) {
@@ -328,13 +328,13 @@ func id[T any](x T) T { return x }
 type funcs struct{ f func(int) int }
 
 func set[T any](b *box[T], x T) T {
-	ryield.Point(); b.v = ryield.P(x)
+	ryield.Point(); b.v = ryield.W(x)
 	return ryield.P(b.v)
 }
 
 func f(fs *funcs) {
-	ryield.Point(); fs.f = ryield.P[func(int) int](id)
-	ryield.Point(); fs.f = ryield.P[func(int) int](id[int])
+	ryield.Point(); fs.f = ryield.W[func(int) int](id)
+	ryield.Point(); fs.f = ryield.W[func(int) int](id[int])
 }
 `,
 			points: 7,
@@ -359,15 +359,15 @@ L:
 			want: `
 func f(b *B, k int, ch chan int) {
 L:
-	ryield.Point(); b.tokens = ryield.P(b.tokens + 1)
+	ryield.Point(); b.tokens = ryield.W(b.tokens + 1)
 	switch k {
 	case 1:
-		ryield.Point(); b.tokens = ryield.P[int64](1)
+		ryield.Point(); b.tokens = ryield.W[int64](1)
 		goto L
 	}
 	switch ryield_0 := ryield.R(/*line /src/p/p.go:32:9*/ch); ryield.Select(false, ryield_0)/*line /src/p/p.go:31:8*/ {
 	default:
-		ryield.Point(); b.other = ryield.P(b.other - 1)
+		ryield.Point(); b.other = ryield.W(b.other - 1)
 	}
 }
 `,
@@ -414,10 +414,10 @@ type counted struct {
 
 func f(c *counted) {
 	ryield.M(&c.mu).Lock()
-	ryield.Point(); c.total = ryield.P(ryield.Recv(ryield.P(c.ch)))
-	ryield.Point(); c.total = ryield.P(c.total + ryield.Recv(ryield.P(c.ch)))
+	ryield.Point(); c.total = ryield.W(ryield.Recv(ryield.P(c.ch)))
+	ryield.Point(); c.total = ryield.W(c.total + ryield.Recv(ryield.P(c.ch)))
 	ryield.Send(ryield.P(c.ch), ryield.P(c.total))
-	ryield.Point(); c.total = ryield.P(atomic.AddInt64(ryield.P(&c.raw), ryield.P(c.total)))
+	ryield.Point(); c.total = ryield.W(atomic.AddInt64(ryield.P(&c.raw), ryield.P(c.total)))
 	ryield.P(&c.hits).Store(ryield.P(c.total))
 	mu := c.pmu
 	ryield.M(mu).Unlock()
@@ -445,7 +445,7 @@ var global B
 
 func f() {
 	count++
-	ryield.Point(); global.tokens = ryield.P(global.tokens + 1)
+	ryield.Point(); global.tokens = ryield.W(global.tokens + 1)
 	_ = count + ryield.P(global.other)
 }
 `,
@@ -487,8 +487,8 @@ func f(p *image.Point, r image.Rectangle) int {
 }
 
 func g(r *rect) int {
-	ryield.Point(); r.min.X = ryield.P(r.min.X + 1)
-	ryield.Point(); r.max.Y = ryield.P[int](1)
+	ryield.Point(); r.min.X = ryield.W(r.min.X + 1)
+	ryield.Point(); r.max.Y = ryield.W[int](1)
 	return ryield.P(r.min.Y) + ryield.P(r.max.X)
 }
 `,
@@ -526,7 +526,7 @@ func f(b *B, out chan int64) {
 	switch ryield_0, ryield_1, ryield_2, ryield_3 := ryield.S(/*line /src/p/p.go:32:7*/ryield.P(b.ch), ryield.P(b.tokens)), ryield.R(/*line /src/p/p.go:33:14*/ryield.P(b.ch)), ryield.S(/*line /src/p/p.go:35:7*/out, ryield.P(b.arr[ryield.P(b.s.n)])), ryield.R(/*line /src/p/p.go:36:19*/out); ryield.Select(false, ryield_0, ryield_1, ryield_2, ryield_3)/*line /src/p/p.go:31:8*/ {
 	case 0:
 	case 1: v := ryield_1.V;
-		ryield.Point(); b.other = ryield.P(v)
+		ryield.Point(); b.other = ryield.W(v)
 	case 2:
 	default: b.other = ryield_3.V;
 	}
@@ -548,10 +548,10 @@ func f(b *B) {
 			want: `
 func f(b *B) {
 	ryield.Go(func() {
-		ryield.Point(); b.tokens = ryield.P(b.tokens - 1)
+		ryield.Point(); b.tokens = ryield.W(b.tokens - 1)
 	})
 	defer func() { _ = ryield.P(b.tokens) }()
-	ryield.Point(); b.f = ryield.P(func() int { return int(ryield.P(b.other)) })
+	ryield.Point(); b.f = ryield.W(func() int { return int(ryield.P(b.other)) })
 }
 `,
 			points: 7,

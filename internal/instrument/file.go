@@ -145,6 +145,9 @@ type rewriter struct {
 	// plain holds the statements of statement lists (blocks and case
 	// bodies), labels removed: a statement can go before them.
 	plain map[ast.Stmt]bool
+	// stores holds the accesses that are the value of a store into a
+	// field (b.a = b.b), which fieldRead wraps in W rather than P.
+	stores map[ast.Expr]bool
 
 	// moves are the texts the go and select rewrites take elsewhere, and
 	// moveOf the move of each node, whose depth the walk sets.

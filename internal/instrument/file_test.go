@@ -20,6 +20,7 @@ const fakeYield = `package yield
 import "sync"
 
 func P[T any](x T) T { return x }
+func W[T any](x T) T { return x }
 func Point() {}
 
 type Mutex struct{ m *sync.Mutex }

@@ -161,8 +161,8 @@ func TestRewriteModuleFields(t *testing.T) {
 	for _, line := range []string{
 		"\tc := ryield.P(n.cost)\n",
 		"\tif ryield.P(n.tokens) < c {\n",
-		"\tryield.Point(); n.tokens = ryield.P(n.tokens - c)\n",
-		"\tryield.Point(); n.tokens = ryield.P(n.tokens + 1)\n",
+		"\tryield.Point(); n.tokens = ryield.W(n.tokens - c)\n",
+		"\tryield.Point(); n.tokens = ryield.W(n.tokens + 1)\n",
 		"func (n *Naive) Tokens() int64 { return ryield.P(n.tokens) }\n",
 	} {
 		if !bytes.Contains(after, []byte(line)) {

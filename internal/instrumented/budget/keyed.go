@@ -98,15 +98,15 @@ func NewKeyed[K comparable, B Budget](c KeyedConfig[K, B]) (*Keyed[K, B], error)
 	k := &Keyed[K, B]{cfg: c, max: ryield.P(c.MaxKeys), clock: ryield.P(c.Clock), ready: true}
 	if ryield.P(k.max) == 0 {
 		ryield.Point()
-		k.max = ryield.P[int](DefaultMaxKeys)
+		k.max = ryield.W[int](DefaultMaxKeys)
 	}
 	if ryield.P(c.IdleTimeout) > 0 {
 		if ryield.P(k.clock) == nil {
 			ryield.Point()
-			k.clock = ryield.P(NewMonotonicClock())
+			k.clock = ryield.W(NewMonotonicClock())
 		}
 		ryield.Point()
-		k.swept = ryield.P(k.clock.Now())
+		k.swept = ryield.W(k.clock.Now())
 	}
 	return k, nil
 }
@@ -174,7 +174,7 @@ func (k *Keyed[K, B]) miss(key K) (B, error) {
 	}
 	k.index.Store(key, e)
 	ryield.Point()
-	k.ring = ryield.P(append(ryield.P(k.ring), e))
+	k.ring = ryield.W(append(ryield.P(k.ring), e))
 	ryield.M(&k.mu).Unlock()
 	if ryield.P(k.cfg.OnDrop) != nil {
 		for _, d := range dropped {
@@ -202,7 +202,7 @@ func (k *Keyed[K, B]) sweepIdle(dropped []*keyedEntry[K, B]) []*keyedEntry[K, B]
 		return dropped
 	}
 	ryield.Point()
-	k.swept = ryield.P(now)
+	k.swept = ryield.W(now)
 	for i := 0; i < len(ryield.P(k.ring)); {
 		e := ryield.P(k.ring[i])
 		if int64(now)-ryield.P(&e.last).Load() >= int64(ryield.P(k.cfg.IdleTimeout)) && !busy(e) {
@@ -224,12 +224,12 @@ func (k *Keyed[K, B]) evict() *keyedEntry[K, B] {
 	for range 3 * len(ryield.P(k.ring)) {
 		if ryield.P(k.hand) >= len(ryield.P(k.ring)) {
 			ryield.Point()
-			k.hand = ryield.P[int](0)
+			k.hand = ryield.W[int](0)
 		}
 		e := ryield.P(k.ring[ryield.P(k.hand)])
 		if ryield.P(&e.used).Swap(false) || busy(e) {
 			ryield.Point()
-			k.hand = ryield.P(k.hand + 1)
+			k.hand = ryield.W(k.hand + 1)
 			continue
 		}
 		k.remove(ryield.P(k.hand))
@@ -237,7 +237,7 @@ func (k *Keyed[K, B]) evict() *keyedEntry[K, B] {
 	}
 	if ryield.P(k.hand) >= len(ryield.P(k.ring)) {
 		ryield.Point()
-		k.hand = ryield.P[int](0)
+		k.hand = ryield.W[int](0)
 	}
 	e := ryield.P(k.ring[ryield.P(k.hand)]) // every key is busy: the bound holds all the same
 	k.remove(ryield.P(k.hand))
@@ -249,11 +249,11 @@ func (k *Keyed[K, B]) remove(i int) {
 	e := ryield.P(k.ring[i])
 	last := len(ryield.P(k.ring)) - 1
 	ryield.Point()
-	k.ring[i] = ryield.P(k.ring[last])
+	k.ring[i] = ryield.W(k.ring[last])
 	ryield.Point()
-	k.ring[last] = ryield.P[*keyedEntry[K, B]](nil)
+	k.ring[last] = ryield.W[*keyedEntry[K, B]](nil)
 	ryield.Point()
-	k.ring = ryield.P(k.ring[:last])
+	k.ring = ryield.W(k.ring[:last])
 	k.index.Delete(ryield.P(e.key))
 }
 

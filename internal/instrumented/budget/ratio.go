@@ -119,16 +119,16 @@ func NewRatio(c RatioConfig) (*Ratio, error) {
 	}
 	if ryield.P(r.clock) == nil {
 		ryield.Point()
-		r.clock = ryield.P(NewMonotonicClock())
+		r.clock = ryield.W(NewMonotonicClock())
 	}
 	ryield.Point()
-	r.last = ryield.P(r.clock.Now())
+	r.last = ryield.W(r.clock.Now())
 	ryield.Point()
-	r.head = ryield.P(floorDiv(int64(ryield.P(r.last)), ryield.P(r.width)))
+	r.head = ryield.W(floorDiv(int64(ryield.P(r.last)), ryield.P(r.width)))
 	for i := range ryield.P(r.slots) {
 		// Mark every slot as belonging to no slot number in the window.
 		ryield.Point()
-		r.slots[i].n = ryield.P(ryield.P(r.head) - int64(len(ryield.P(r.slots))))
+		r.slots[i].n = ryield.W(ryield.P(r.head) - int64(len(ryield.P(r.slots))))
 	}
 	return r, nil
 }
@@ -142,7 +142,7 @@ func (r *Ratio) Request() {
 	ryield.Point()
 	r.current(r.clock.Now()).reqs++
 	ryield.Point()
-	r.reqs = ryield.P(r.reqs + 1)
+	r.reqs = ryield.W(r.reqs + 1)
 	ryield.M(&r.mu).Unlock()
 }
 
@@ -165,9 +165,9 @@ func (r *Ratio) retry(kind Kind) bool {
 		return false
 	}
 	ryield.Point()
-	s.retries = ryield.P(s.retries + 1)
+	s.retries = ryield.W(s.retries + 1)
 	ryield.Point()
-	r.retries = ryield.P(r.retries + 1)
+	r.retries = ryield.W(r.retries + 1)
 	return true
 }
 
@@ -216,7 +216,7 @@ func (r *Ratio) allowance() int64 {
 func (r *Ratio) current(now time.Duration) *ratioSlot {
 	if now > ryield.P(r.last) {
 		ryield.Point()
-		r.last = ryield.P(now)
+		r.last = ryield.W(now)
 		r.advance(floorDiv(int64(now), ryield.P(r.width)))
 	}
 	s := &r.slots[floorMod(ryield.P(r.head), int64(len(ryield.P(r.slots))))]
@@ -239,20 +239,20 @@ func (r *Ratio) advance(n int64) {
 		ryield.Point()
 		r.reqs, r.retries = 0, 0
 		ryield.Point()
-		r.head = ryield.P(n)
+		r.head = ryield.W(n)
 		return
 	}
 	for ; gap > 0; gap-- {
 		ryield.Point()
-		r.head = ryield.P(r.head + 1)
+		r.head = ryield.W(r.head + 1)
 		s := &r.slots[floorMod(ryield.P(r.head), int64(size))]
 		// The slot about to be reused held slot number head-size, if it
 		// held anything counted.
 		if r.inWindow(ryield.P(s.n), ryield.P(r.head)-1) {
 			ryield.Point()
-			r.reqs = ryield.P(r.reqs - ryield.P(s.reqs))
+			r.reqs = ryield.W(r.reqs - ryield.P(s.reqs))
 			ryield.Point()
-			r.retries = ryield.P(r.retries - ryield.P(s.retries))
+			r.retries = ryield.W(r.retries - ryield.P(s.retries))
 		}
 		*s = ratioSlot{n: ryield.P(r.head)}
 	}

@@ -253,7 +253,7 @@ type inFlightCall struct {
 func (c *inFlightCall) attemptEnded() {
 	if c != nil && ryield.P(c.started) {
 		ryield.Point()
-		c.started = ryield.P[bool](false)
+		c.started = ryield.W[bool](false)
 		c.b.AttemptEnd(ryield.P(c.kind))
 	}
 }
@@ -359,9 +359,9 @@ func (r *Retrier) loop(ctx context.Context, op func(ctx context.Context, a Attem
 			return GiveUpEvent{ryield.P(a.N), kind, fmt.Errorf("%w (MaxElapsed %v): %w", ErrNoTime, ryield.P(r.MaxElapsed), err)}
 		}
 		ryield.Point()
-		a.N = ryield.P(a.N + 1)
+		a.N = ryield.W(a.N + 1)
 		ryield.Point()
-		a.Kind = ryield.P(kind)
+		a.Kind = ryield.W(kind)
 	}
 }
 

@@ -131,13 +131,13 @@ func NewTokenBucket(c TokenBucketConfig) (*TokenBucket, error) {
 	ryield.P(&b.tokens).Store(capacity)
 	if refill > 0 {
 		ryield.Point()
-		b.clock = ryield.P(c.Clock)
+		b.clock = ryield.W(c.Clock)
 		if ryield.P(b.clock) == nil {
 			ryield.Point()
-			b.clock = ryield.P(NewMonotonicClock())
+			b.clock = ryield.W(NewMonotonicClock())
 		}
 		ryield.Point()
-		b.last = ryield.P(b.clock.Now())
+		b.last = ryield.W(b.clock.Now())
 	}
 	return b, nil
 }
@@ -195,7 +195,7 @@ func (b *TokenBucket) Success(kind Kind) {
 		t := min(b.refillLocked(b.clock.Now())+credit, ryield.P(b.capacity))
 		if t == ryield.P(b.capacity) {
 			ryield.Point()
-			b.acc = ryield.P[int64](0)
+			b.acc = ryield.W[int64](0)
 		}
 		ryield.P(&b.tokens).Store(t)
 		return
