@@ -95,7 +95,7 @@ func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 	// a low bound is found without going through the schedules of a high
 	// one, and a search cut short has covered the lowest bounds.
 	stacks := make([][]branch, bound+1)
-	stacks[0] = []branch{{prefix: start}}
+	stacks[0] = []branch{{base: start, n: len(start), g: -1}}
 	for {
 		i := slices.IndexFunc(stacks, func(s []branch) bool { return len(s) > 0 })
 		if i < 0 {
@@ -112,7 +112,7 @@ func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 		b := stacks[i][len(stacks[i])-1]
 		stacks[i] = stacks[i][:len(stacks[i])-1]
 		o := base
-		o.Schedule = b.prefix
+		o.Schedule = b.prefix()
 		c := s
 		c.Control = &o
 		h, r, err := RecordControlled(ctx, c, newBudget)
@@ -132,7 +132,7 @@ func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 			rep.Complete = false
 			continue
 		}
-		for _, nb := range branches(r.Options.Schedule, r.Choices, b.prefix, b.sleep, bound) {
+		for _, nb := range branches(r.Options.Schedule, r.Choices, b.len(), b.sleep, bound) {
 			stacks[nb.cost] = append(stacks[nb.cost], nb)
 		}
 	}
@@ -146,14 +146,38 @@ const localStep = 1
 // A branch is a prefix still to run, and the sleep set before its last
 // choice: goroutines whose step there was explored already, in a sibling or
 // the run it branches off, and commutes with the steps taken since.
+//
+// The prefix is base[:n] followed by g (by nothing when g < 0): the
+// branches off one run share its schedule, which is never changed, so that
+// the many waiting on the stacks hold a few words each, not a copy.
 type branch struct {
-	prefix []int
-	sleep  uint64
-	cost   int // the preemptions of prefix
+	base  []int
+	n     int
+	g     int
+	sleep uint64
+	cost  int // the preemptions of the prefix
+}
+
+// len returns the length of b's prefix.
+func (b branch) len() int {
+	if b.g < 0 {
+		return b.n
+	}
+	return b.n + 1
+}
+
+// prefix returns b's prefix, in a slice of its own.
+func (b branch) prefix() []int {
+	p := make([]int, b.len())
+	copy(p, b.base[:b.n])
+	if b.g >= 0 {
+		p[b.n] = b.g
+	}
+	return p
 }
 
 // branches returns the prefixes that branch off a run whose schedule
-// followed prefix: at each step past it, every goroutine that could have
+// followed a prefix of length prefix: at each step past it, every goroutine that could have
 // run instead, within the bound of preemptions, and not asleep. sleep is
 // the sleep set before the prefix's last choice.
 //
@@ -166,7 +190,7 @@ type branch struct {
 // (yield.Choice.Obj). A goroutine's step at a state is the one it takes
 // when it next runs in this run: until then it waits at the same yield
 // point.
-func branches(sched []int, choices []yield.Choice, prefix []int, sleep uint64, bound int) []branch {
+func branches(sched []int, choices []yield.Choice, prefix int, sleep uint64, bound int) []branch {
 	// nextObj[i*gs+g] is the object of g's step at state i, as far as
 	// this run shows it: the Obj of g's next step from i on; zero if g
 	// runs no more.
@@ -233,9 +257,9 @@ func branches(sched []int, choices []yield.Choice, prefix []int, sleep uint64, b
 	for i, ch := range choices {
 		preempts := func(g int) bool { return ch.Held >= 0 && g != ch.Held || ch.Spun && g != sched[i] }
 		switch {
-		case i == len(prefix)-1:
+		case i == prefix-1:
 			z = sleep
-		case i >= len(prefix):
+		case i >= prefix:
 			// The branches at i count as explored before this run's own
 			// step there: each sleeps those pushed before it, and this run
 			// sleeps them all from i+1 on, while they commute with its
@@ -250,13 +274,12 @@ func branches(sched []int, choices []yield.Choice, prefix []int, sleep uint64, b
 				if k > bound || futile(i, g) {
 					continue
 				}
-				p := append(slices.Clone(sched[:i:i]), g)
-				out = append(out, branch{p, z | pushed, k})
+				out = append(out, branch{base: sched, n: i, g: g, sleep: z | pushed, cost: k})
 				pushed |= 1 << g
 			}
 			z |= pushed
 		}
-		if i >= len(prefix)-1 {
+		if i >= prefix-1 {
 			z = wake(z&^(1<<sched[i]), i, ch.Obj)
 		}
 		if preempts(sched[i]) {

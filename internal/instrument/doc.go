@@ -19,8 +19,10 @@
 //     Uint32, Uint64, Uintptr, Bool, Value and Pointer[T] get their
 //     receiver wrapped as a pointer: b.n.Load() -> ryield.P(&b.n).Load(),
 //     and sync.Once's Do goes through ryield.O: o.Do(f) -> ryield.O(&o).Do(f),
-//     and sync.WaitGroup's Go and Wait through ryield.WG:
-//     wg.Go(f) -> ryield.WG(&wg).Go(f) (Add and Done stay as they are);
+//     sync.WaitGroup's Go and Wait through ryield.WG:
+//     wg.Go(f) -> ryield.WG(&wg).Go(f) (Add and Done stay as they are),
+//     and sync.Cond's Wait, Signal and Broadcast through ryield.C:
+//     b.cond.Wait() -> ryield.C(b.cond).Wait();
 //   - sync.Mutex's Lock, Unlock and TryLock go through ryield.M, and
 //     sync.RWMutex's Lock, Unlock, RLock, RUnlock, TryLock, TryRLock and
 //     RLocker through ryield.RW: b.mu.Lock() -> ryield.M(&b.mu).Lock(),
@@ -145,7 +147,7 @@
 // What is not: the communications of the select statements that stay
 // selects (their operands are rewritten), a range over or an operation on
 // a channel whose type is a type parameter, WaitGroup's Add and Done, the
-// other types of sync (Cond, Map, Pool), time.Sleep and timers (a
+// other types of sync (Map, Pool), time.Sleep and timers (a
 // goroutine under control that sleeps holds the baton meanwhile; a
 // receive from a timer's channel is a receive), operations through an
 // interface (a sync.Locker), functions passed as values

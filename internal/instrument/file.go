@@ -429,6 +429,7 @@ var hooks = map[[2]string]struct {
 	{"sync", "Mutex"}:          {"M", set("Lock", "Unlock", "TryLock")},
 	{"sync", "RWMutex"}:        {"RW", set("Lock", "Unlock", "RLock", "RUnlock", "TryLock", "TryRLock", "RLocker")},
 	{"sync", "Once"}:           {"O", set("Do")},
+	{"sync", "Cond"}:           {"C", set("Wait", "Signal", "Broadcast")},
 	{"sync", "WaitGroup"}:      {"WG", set("Go", "Wait")},
 	{"sync/atomic", "Int32"}:   {"P", nil},
 	{"sync/atomic", "Int64"}:   {"P", nil},

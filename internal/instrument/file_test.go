@@ -57,6 +57,13 @@ type Once struct{ o *sync.Once }
 func O(o *sync.Once) Once     { return Once{o} }
 func (h Once) Do(f func())    { h.o.Do(f) }
 
+type Cond struct{ c *sync.Cond }
+
+func C(c *sync.Cond) Cond   { return Cond{c} }
+func (h Cond) Wait()        { h.c.Wait() }
+func (h Cond) Signal()      { h.c.Signal() }
+func (h Cond) Broadcast()   { h.c.Broadcast() }
+
 type WaitGroup struct{ wg *sync.WaitGroup }
 
 func WG(wg *sync.WaitGroup) WaitGroup { return WaitGroup{wg} }
@@ -597,6 +604,46 @@ func f(l lazy, e *embedsOnce, init func()) {
 }
 `,
 			points: 3,
+		},
+		{
+			name: "Cond",
+			src: `
+import "sync"
+
+type monitor struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	c    sync.Cond
+}
+
+func f(m *monitor) {
+	m.cond.Wait()
+	m.cond.Signal()
+	m.c.Broadcast()
+	wake := m.cond.Broadcast
+	wake()
+	_ = m.cond.L
+}
+`,
+			want: `
+import "sync"
+
+type monitor struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	c    sync.Cond
+}
+
+func f(m *monitor) {
+	ryield.C(m.cond).Wait()
+	ryield.C(m.cond).Signal()
+	ryield.C(&m.c).Broadcast()
+	wake := ryield.C(m.cond).Broadcast
+	wake()
+	_ = m.cond.L
+}
+`,
+			points: 4,
 		},
 		{
 			name: "Send",
