@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -661,8 +662,21 @@ func checkRace[S any](t *testing.T, sub Subject[S]) error {
 	// time, and, with the cores busy, sometimes none.
 	c := sub.stressConfig(0)
 	c.Unstamped = true
-	_, err := stressrun.Stress(c, sub.harness(t))
+	run, err := stressrun.Stress(c, sub.harness(t))
+	if err == nil {
+		sub.logCutShort(t, "the race run", run)
+	}
 	return err
+}
+
+// logCutShort logs that a free stress run stopped starting calls at its
+// time bound: slow under contention, not stuck, and checked on the calls
+// it made.
+func (sub Subject[S]) logCutShort(t *testing.T, what string, run *stressrun.Run) {
+	if run.CutShort {
+		t.Logf("%s: %s was cut short at its time bound, in phase %d, after %d calls: the budget is slow under contention (64 goroutines), and the calls made were checked",
+			sub.name(), what, len(run.Clock)-1, len(run.Entries))
+	}
 }
 
 // inFlightStress makes the in-flight stress run of one seed, for a
@@ -675,6 +689,10 @@ func (sub Subject[S]) inFlightStress(t *testing.T, seed uint64) error {
 	}
 	return err
 }
+
+// burstsWithin bounds the time a burst run starts calls in: a correct
+// budget makes one in a second or two, under the race detector too.
+const burstsWithin = 10 * time.Second
 
 // burstSeeds are the seeds of the Invariant check's burst runs, one run
 // each; familySeeds those of its stress runs for a model of the model
@@ -700,9 +718,18 @@ func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 	for _, seed := range burstSeeds {
 		stages = append(stages, func() error {
 			hs := sub.harness(t)
+			// The time bound's timer runs outside the bubble, on real
+			// time: inside, a spinning budget would stop the fake clock.
+			var stop atomic.Bool
+			timer := time.AfterFunc(burstsWithin, func() { stop.Store(true) })
+			defer timer.Stop()
 			err := hs.Guard("a burst run", func() error {
 				return hs.InBubble(t, "a burst run", func(t *testing.T) error {
-					return stressrun.Bursts(stressrun.BurstConfig{Seed: seed}, sub.harness(t))
+					cut, err := stressrun.BurstsCut(stressrun.BurstConfig{Seed: seed, Stop: &stop}, sub.harness(t))
+					if cut && err == nil {
+						t.Logf("%s: the burst run of seed %d was cut short at its time bound (%v): the budget is slow under contention, and the calls made were checked", sub.name(), seed, burstsWithin)
+					}
+					return err
 				})
 			})
 			if m := (*stressrun.Mismatch)(nil); errors.As(err, &m) {
@@ -758,6 +785,7 @@ func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 				if err != nil {
 					return err
 				}
+				sub.logCutShort(t, fmt.Sprintf("the stress run of seed %d", seed), run)
 				if _, err := run.Check(sub.Model); err != nil {
 					return fail(ruleInvariant, "%s: stress run of seed %d, 64 goroutines: %v", sub.name(), seed, err)
 				}

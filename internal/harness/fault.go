@@ -170,13 +170,16 @@ func Catch(during string, f func()) (err error) {
 	return nil
 }
 
+// DefaultWatchdog is the limit Guard applies when given none.
+const DefaultWatchdog = 60 * time.Second
+
 // Guard runs f on a goroutine of its own under Catch, and returns its error,
 // or a Stuck Fault with every goroutine's stack if f has not returned within
-// limit (zero means 60 s). A stuck goroutine is left behind: nothing can
-// stop it.
+// limit (zero means DefaultWatchdog). A stuck goroutine is left behind:
+// nothing can stop it.
 func Guard(during string, limit time.Duration, f func() error) error {
 	if limit <= 0 {
-		limit = 60 * time.Second
+		limit = DefaultWatchdog
 	}
 	done := make(chan error, 1)
 	go func() {

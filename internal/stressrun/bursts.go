@@ -26,6 +26,14 @@ type BurstConfig struct {
 	Duels int
 	// Seed chooses the rounds.
 	Seed uint64
+	// Stop, if not nil, ends the run early once it is set: the goroutines
+	// of a burst start no more calls, the burst is checked on the calls
+	// made (any k of its identical calls must give what the model gives
+	// for k), and no round starts after it. A caller sets it from a timer
+	// of its own, outside any synctest bubble, so that a correct budget
+	// too slow under contention gives a shorter run rather than a stuck
+	// one. Bursts reports whether it stopped so.
+	Stop *atomic.Bool
 }
 
 // volumeCalls is how many calls a volume burst makes at one instant, all
@@ -75,6 +83,12 @@ func (m *Mismatch) Error() string {
 // in the factory or the budget is returned as a *harness.Fault. Bursts has
 // no watchdog of its own: run it under harness.Guard.
 func Bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
+	_, err := BurstsCut(c, sub)
+	return err
+}
+
+// BurstsCut is Bursts, and also reports whether c.Stop cut the run short.
+func BurstsCut[S any](c BurstConfig, sub harness.Subject[S]) (cut bool, err error) {
 	prev := runtime.GOMAXPROCS(0)
 	if prev < 8 {
 		runtime.GOMAXPROCS(8)
@@ -89,7 +103,8 @@ func Bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
 	if c.Duels <= 0 {
 		c.Duels = 12
 	}
-	return bursts(c, sub)
+	err = bursts(c, sub)
+	return c.Stop != nil && c.Stop.Load(), err
 }
 
 func bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
@@ -120,7 +135,8 @@ func bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
 		}
 		return got, nil
 	}
-	for round := 1; round <= c.Rounds; round++ {
+	stopped := func() bool { return c.Stop != nil && c.Stop.Load() }
+	for round := 1; round <= c.Rounds && !stopped(); round++ {
 		if sub.Timing.Scale > 0 && src.IntN(3, "") == 0 {
 			d := harness.Step(src, sub.Timing, clock.Now())
 			if !sub.Timing.Forward || d > 0 {
@@ -180,12 +196,12 @@ func bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
 				return err
 			}
 			before := m.DescribeState(state)
-			got, err := burst(b, op, duelists, each)
+			got, calls, err := burst(b, op, duelists, each, nil)
 			if err != nil {
 				return err
 			}
 			want := 0
-			for range duelists * each {
+			for range calls {
 				var g bool
 				if state, g = m.Step(state, op); g {
 					want++
@@ -201,18 +217,21 @@ func bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
 		}
 		op, each := burstOp(src, c.Goroutines)
 		before := m.DescribeState(state)
-		got, err := burst(b, op, c.Goroutines, each)
+		got, calls, err := burst(b, op, c.Goroutines, each, c.Stop)
 		if err != nil {
 			return err
 		}
 		var want int
-		for range c.Goroutines * each {
+		for range calls {
 			var g bool
 			if state, g = m.Step(state, op); g {
 				want++
 			}
 		}
 		what := fmt.Sprintf("%d goroutines × %d × %v at once", c.Goroutines, each, op)
+		if calls < c.Goroutines*each {
+			what = fmt.Sprintf("%d goroutines × %d × %v at once, stopped after %d calls", c.Goroutines, each, op, calls)
+		}
 		if op.Op == model.Retry && got != want {
 			return mismatch(round, fmt.Sprintf("%s granted %d", what, got), fmt.Sprintf("every order of those calls grants exactly %d", want), before)
 		}
@@ -455,9 +474,12 @@ func burstOp(src harness.Source, goroutines int) (model.Op, int) {
 }
 
 // burst has goroutines goroutines make op each times, all released at
-// once, and returns how many calls were granted, or the first panic.
-func burst(b budget.Budget, op model.Op, goroutines, each int) (int, error) {
-	granted := make([]int, goroutines)
+// once, and returns how many calls were granted and how many were made, or
+// the first panic. Once stop (if not nil) is set, no goroutine starts
+// another call.
+func burst(b budget.Budget, op model.Op, goroutines, each int, stop *atomic.Bool) (granted, calls int, err error) {
+	grants := make([]int, goroutines)
+	made := make([]int, goroutines)
 	faults := make([]error, goroutines)
 	var ready atomic.Int32
 	var wg sync.WaitGroup
@@ -472,22 +494,26 @@ func burst(b budget.Budget, op model.Op, goroutines, each int) (int, error) {
 			}
 			faults[g] = harness.Catch(fmt.Sprintf("goroutine %d of a burst", g+1), func() {
 				for range each {
+					if stop != nil && stop.Load() {
+						return
+					}
+					made[g]++
 					if harness.Perform(b, op) {
-						granted[g]++
+						grants[g]++
 					}
 				}
 			})
 		})
 	}
 	wg.Wait()
-	total := 0
-	for g, n := range granted {
+	for g, n := range grants {
 		if faults[g] != nil {
-			return 0, faults[g]
+			return 0, 0, faults[g]
 		}
-		total += n
+		granted += n
+		calls += made[g]
 	}
-	return total, nil
+	return granted, calls, nil
 }
 
 func verdict(granted bool) string {

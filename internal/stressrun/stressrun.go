@@ -32,6 +32,15 @@ type Config struct {
 	// Timeout bounds the whole run; a run still going then is reported
 	// as stuck. Zero means 60s.
 	Timeout time.Duration
+	// Within is how long the goroutines go on starting calls: past it,
+	// each finishes the call it is in and starts no other, the phases
+	// left are not run, and Run.CutShort is set. A correct budget that is
+	// slow under contention (a spin lock on oversubscribed cores, under
+	// the race detector) then gives a shorter run, checked as it is,
+	// where Timeout alone would call it stuck; a call that never returns
+	// still reaches Timeout. Zero means a third of Timeout, at most 10 s.
+	// It does not apply under Control.
+	Within time.Duration
 	// Seed chooses the operations.
 	Seed uint64
 	// Unstamped leaves the calls unstamped: every Entry's Call and Return
@@ -52,6 +61,10 @@ type Config struct {
 	// synchronization. Run.Reports holds each phase's report.
 	Control *yield.Options
 }
+
+// defaultWithin bounds the default of Config.Within: a correct budget
+// makes a whole run in well under a second, under the race detector too.
+const defaultWithin = 10 * time.Second
 
 // The kinds of phase. A drain phase only retries, so the invariants are
 // tight. In a paired phase every granted retry is followed by the success
@@ -90,6 +103,10 @@ type Run struct {
 	// Reports holds the report of each phase's controlled run, under
 	// Config.Control.
 	Reports []yield.Report
+	// CutShort is set when the run reached Config.Within: the goroutines
+	// stopped starting calls, and the phases past the last in Clock were
+	// not run.
+	CutShort bool
 }
 
 // A Balancer is a budget that reports its balance, as TokenBucket and
@@ -116,6 +133,12 @@ func Stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 	if c.Ops <= 0 {
 		c.Ops = 200
 	}
+	if c.Timeout <= 0 {
+		c.Timeout = harness.DefaultWatchdog
+	}
+	if c.Within <= 0 {
+		c.Within = min(c.Timeout/3, defaultWithin)
+	}
 	var run *Run
 	err := harness.Guard("the stress run", c.Timeout, func() error {
 		var err error
@@ -131,6 +154,11 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 	defer closeBudget()
 	run := &Run{Goroutines: c.Goroutines}
 	var stamp atomic.Int64
+	var stop atomic.Bool
+	if c.Control == nil {
+		t := time.AfterFunc(c.Within, func() { stop.Store(true) })
+		defer t.Stop()
+	}
 	logs := make([][]Entry, c.Goroutines)
 	faults := make([]error, c.Goroutines)
 	for p, kind := range phases {
@@ -173,6 +201,8 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 					for i, op := range ops {
 						if c.Control != nil {
 							yield.Boundary()
+						} else if stop.Load() {
+							return
 						}
 						if call(op) && kind == paired {
 							call(model.OpSuccess(op.Kind))
@@ -207,6 +237,10 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 			if f != nil {
 				return nil, f
 			}
+		}
+		if stop.Load() {
+			run.CutShort = true
+			break
 		}
 	}
 	if bal, ok := b.(Balancer); ok {

@@ -123,6 +123,49 @@ func TestWatchdogReportsADeadlock(t *testing.T) {
 	}
 }
 
+// slowBudget is a correct budget that is slow under contention: each call
+// holds one lock for a millisecond.
+type slowBudget struct {
+	mu     sync.Mutex
+	tokens int
+}
+
+func (b *slowBudget) Request() {}
+func (b *slowBudget) Retry(budget.Kind) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	time.Sleep(time.Millisecond)
+	if b.tokens == 0 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+func (b *slowBudget) Success(budget.Kind) {}
+
+// A correct budget too slow to finish the run within Config.Within gives
+// a run cut short, with the calls it made, and no fault: slow is not
+// stuck. A deadlock still reaches Timeout (TestWatchdogReportsADeadlock).
+func TestSlowBudgetIsCutShortNotStuck(t *testing.T) {
+	start := time.Now()
+	run, err := stressrun.Stress(stressrun.Config{Goroutines: 16, Ops: 200, Timeout: 20 * time.Second, Within: 200 * time.Millisecond},
+		subject(func(budget.Clock) budget.Budget { return &slowBudget{tokens: 1 << 30} }))
+	if err != nil {
+		t.Fatalf("Stress on a slow budget: %v", err)
+	}
+	// 16 × 200 calls in each of the phases, a millisecond each, one at a
+	// time, would take nearly a minute.
+	if !run.CutShort || len(run.Entries) == 0 || len(run.Entries) >= 16*200 {
+		t.Fatalf("Stress on a slow budget: cut short %v with %d calls, want cut short with some calls", run.CutShort, len(run.Entries))
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Fatalf("Stress on a slow budget took %v past its Within of 200ms", d)
+	}
+	if got := len(run.Clock); got != 1 {
+		t.Errorf("the run cut short in its first phase has %d phases' clocks, want 1", got)
+	}
+}
+
 func TestPanickingBudgetIsAnError(t *testing.T) {
 	_, err := stressrun.Stress(stressrun.Config{Goroutines: 4, Ops: 10},
 		subject(func(budget.Clock) budget.Budget { return panicky{} }))
@@ -193,6 +236,62 @@ func TestBurstsChurnFindsALostUpdate(t *testing.T) {
 		sub.New = seqcheck.NewThrottle(grpc)
 		if err := stressrun.Bursts(stressrun.BurstConfig{Seed: seed + 1}, sub); err != nil {
 			t.Fatalf("seed %d: the reference throttle: %v", seed+1, err)
+		}
+	}
+}
+
+// slowly makes every call of a budget hold one lock for a while: still
+// linearizable, and as slow under contention as a spin lock on busy cores.
+type slowly struct {
+	mu sync.Mutex
+	b  budget.Budget
+}
+
+func (s *slowly) do(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	time.Sleep(50 * time.Microsecond)
+	f()
+}
+func (s *slowly) Request() { s.do(s.b.Request) }
+func (s *slowly) Retry(k budget.Kind) (ok bool) {
+	s.do(func() { ok = s.b.Retry(k) })
+	return ok
+}
+func (s *slowly) Success(k budget.Kind) { s.do(func() { s.b.Success(k) }) }
+func (s *slowly) Available() float64 {
+	var a float64
+	s.do(func() { a = s.b.(stressrun.Balancer).Available() })
+	return a
+}
+
+// A burst run stopped by Config.Stop checks the bursts on the calls they
+// made, and starts no round after: a correct budget too slow to finish
+// passes, cut short; one that parts from its model is still caught in the
+// calls made.
+func TestBurstsStopped(t *testing.T) {
+	small := model.Throttle{Max: 10, Ratio: 100}
+	for _, broken := range []bool{false, true} {
+		sub := harness.Subject[model.ThrottleState]{Name: "slow", Model: small, New: func(budget.Clock) budget.Budget {
+			if broken {
+				return &slowly{b: seqcheck.NewThrottle(model.Throttle{Max: 12, Ratio: 100})(nil)}
+			}
+			return &slowly{b: seqcheck.NewThrottle(small)(nil)}
+		}}
+		var stop atomic.Bool
+		timer := time.AfterFunc(300*time.Millisecond, func() { stop.Store(true) })
+		start := time.Now()
+		cut, err := stressrun.BurstsCut(stressrun.BurstConfig{Seed: 1, Stop: &stop}, sub)
+		timer.Stop()
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("broken %v: the run took %v after a stop at 300ms", broken, d)
+		}
+		if !broken && (err != nil || !cut) {
+			t.Errorf("a slow correct throttle: Bursts = cut %v, %v; want cut short, no error", cut, err)
+		}
+		var m *stressrun.Mismatch
+		if broken && !errors.As(err, &m) {
+			t.Errorf("a slow throttle of another maximum: Bursts = cut %v, %v; want a mismatch", cut, err)
 		}
 	}
 }

@@ -29,7 +29,6 @@ func TestCorrect(t *testing.T) {
 // why. They are the suite's defects, not the budgets': skipped here, so
 // that the rest stays a gate, until the suite is fixed.
 var falseAlarms = map[string]string{
-	"TicketThrottle": "a FIFO ticket spin lock with 64 goroutines under -race is slow (9 min for 70,400 calls, every one served), and the stress runs' 60 s watchdog calls that a call that never returned",
 }
 
 // TestSequential compares each budget with its model, one operation at a
