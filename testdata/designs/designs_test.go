@@ -28,8 +28,7 @@ func TestCorrect(t *testing.T) {
 // falseAlarms are the correct budgets the suite fails today, each with
 // why. They are the suite's defects, not the budgets': skipped here, so
 // that the rest stays a gate, until the suite is fixed.
-var falseAlarms = map[string]string{
-}
+var falseAlarms = map[string]string{}
 
 // TestSequential compares each budget with its model, one operation at a
 // time, over random operations from several starting instants, answers
