@@ -246,3 +246,25 @@ func TestTimeProbeStepsOnce(t *testing.T) {
 		t.Fatalf("want the unnamed subject called the budget, and one clock step in the history with it:\n%v", msg)
 	}
 }
+
+// fractional reports its balance with six ten-thousandths of a token more
+// than the whole milli-units it counts: a float bucket's view of a
+// continuous refill, whose fraction the model keeps apart from its whole
+// milli-units.
+type fractional struct{ budget.Budget }
+
+func (f fractional) Available() float64 {
+	return f.Budget.(interface{ Available() float64 }).Available() + 0.0006
+}
+
+// A budget whose balance is the model's to a thousandth, a fraction of a
+// milli-unit above it, passes the Sequential check (answers, balances and
+// the long runs); rounded to the nearest milli-unit, as the check once
+// did, 8.0006 was 8.001 against the model's 8.000, and it failed.
+func TestFloatBalanceWithinAThousandthPasses(t *testing.T) {
+	sub := budgettest.Subject[model.TokenBucketState]{Name: "Fractional", Model: refilling,
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return fractional{seqcheck.NewTokenBucket(refilling)(c)} }}
+	if err := budgettest.VerifyCheck(t, sub, budgettest.CheckSequential); err != nil {
+		t.Fatalf("a balance a fraction of a milli-unit above the model's: %v", err)
+	}
+}

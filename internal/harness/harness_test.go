@@ -150,3 +150,46 @@ func TestJumps(t *testing.T) {
 		t.Errorf("jumps beside MaxInt64/m for m in {1e3, 1e9, 1e4}: found %v", near)
 	}
 }
+
+// floatAvailable is a budget that reports a fixed float balance.
+type floatAvailable struct{ v float64 }
+
+func (floatAvailable) Request()               {}
+func (floatAvailable) Retry(budget.Kind) bool { return false }
+func (floatAvailable) Success(budget.Kind)    {}
+func (f floatAvailable) Available() float64   { return f.v }
+
+// A float budget is compared to within a thousandth: the fraction of a
+// milli-unit the model keeps apart, and float rounding below, pass; a
+// whole milli-unit either way, or NaN, does not.
+func TestBalanceWithinAThousandth(t *testing.T) {
+	m := model.Throttle{Max: 10_000, Ratio: 100}
+	state := model.ThrottleState{Tokens: 8_000}
+	for _, tt := range []struct {
+		got float64
+		ok  bool
+	}{
+		{8, true},
+		{8.00050001800003, true}, // a continuous refill's fraction
+		{8.0009999, true},
+		{7.9999999999, true}, // float rounding
+		{8.001, false},       // one milli-unit too many, as 8001/1000
+		{7.999, false},
+		{7.9991, false}, // a fraction lost
+		{8.0015, false},
+		{math.NaN(), false},
+		{math.Inf(1), false},
+	} {
+		sub := harness.Subject[model.ThrottleState]{Name: "float", Model: m}
+		err := sub.Balance(floatAvailable{tt.got})(state)
+		if (err == nil) != tt.ok {
+			t.Errorf("Available() = %v against the model's 8.000: %v, want ok %v", tt.got, err, tt.ok)
+		}
+	}
+	// The case: a float just under 9.1 where the model has 9.099
+	// and a fraction.
+	sub := harness.Subject[model.ThrottleState]{Name: "float", Model: m}
+	if err := sub.Balance(floatAvailable{9.099999999})(model.ThrottleState{Tokens: 9_099}); err != nil {
+		t.Errorf("9.099999999 against the model's 9.099: %v", err)
+	}
+}

@@ -182,11 +182,12 @@ func (s Subject[S]) Guard(during string, f func() error) error {
 
 // Balance returns, if the model reports a balance (model.Balancer) and the
 // budget b has an Available() float64 method, a function that compares the
-// two for a model state, at milli-unit precision: Available() rounded to
-// the nearest milli-unit must equal the model's balance, so a budget that
-// keeps floats may differ by less than half a milli-unit, and one that
-// loses a fraction differs as soon as it has lost one. It returns nil
-// when there is nothing to compare.
+// two for a model state, to a thousandth (see withinMilli): the model
+// counts whole milli-units and keeps the fraction of a continuous refill
+// apart, so a budget that keeps floats reads up to a milli-unit above it
+// (8.0005 for the model's 8.000), or a hair below through float rounding,
+// and passes; one that gains or loses a whole milli-unit (8.001, 7.999)
+// does not. It returns nil when there is nothing to compare.
 func (s Subject[S]) Balance(b budget.Budget) func(S) error {
 	bm, ok := s.Model.(model.Balancer[S])
 	if !ok {
@@ -198,11 +199,25 @@ func (s Subject[S]) Balance(b budget.Budget) func(S) error {
 	}
 	return func(state S) error {
 		got, want := av.Available(), bm.Balance(state)
-		if math.IsNaN(got) || math.Round(got*1000) != float64(want) {
-			return fmt.Errorf("Available() = %v, want %v (to a thousandth)", got, float64(want)/1000)
+		if !withinMilli(got, want) {
+			return fmt.Errorf("Available() = %v, want %v (to a thousandth: from %v up to, not including, %v)", got, float64(want)/1000, float64(want)/1000, float64(want+1)/1000)
 		}
 		return nil
 	}
+}
+
+// withinMilli reports whether got, a balance in units, is the model's
+// balance want, in milli-units, to a thousandth: got × 1000 is in
+// [want, want+1), the model's whole milli-units and a fraction of one, give
+// or take float rounding. The rounding allowed is far below a milli-unit:
+// a millionth of one below want (a float that drifted under an exact
+// value), and a billionth short of want+1, so that a budget of integer
+// milli-units with one too many, k/1000 for k = want+1, still differs; both
+// grow with the balance's magnitude, as a float64's precision falls.
+func withinMilli(got float64, want int64) bool {
+	d := got*1000 - float64(want)
+	scale := 1e-12 * math.Abs(float64(want))
+	return d > -(1e-6+scale) && d < 1-(1e-9+scale)
 }
 
 // InitAt returns the model's state for a budget built on a clock reading
