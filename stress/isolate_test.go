@@ -155,8 +155,33 @@ func TestUnknownSkipKeyFails(t *testing.T) {
 	if err := validateSkip(RetrierLoop()); err != nil {
 		t.Errorf("validateSkip(RetrierLoop()) = %v, want nil", err)
 	}
-	if err := validateSkip(Loop{Name: "ok", Skip: map[string]string{"MaxElapsedEndsTheLoop": "none"}}); err != nil {
+	if err := validateSkip(Loop{Name: "ok", Call: RetrierLoop().Call, Skip: map[string]string{"MaxElapsedEndsTheLoop": "none"}}); err != nil {
 		t.Errorf("validateSkip of a known key = %v, want nil", err)
+	}
+}
+
+// A Loop with a nil Call fails CheckLoop once, naming the loop and the
+// field, before any child process starts: no check runs, and nothing
+// crashes.
+func TestNilCallFailsOnce(t *testing.T) {
+	if os.Getenv(probeEnv) == "nil Call" {
+		CheckLoop(t, Loop{Name: "NoCall"})
+		t.Log("not stopped")
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(harness.ChildEnv(), probeEnv+"=nil Call")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("CheckLoop with a nil Call passed:\n%s", out)
+	}
+	if !strings.Contains(string(out), `loop "NoCall" has a nil Call`) {
+		t.Errorf("the failure does not name the loop and its nil Call:\n%s", out)
+	}
+	for _, bad := range []string{"not stopped", "SIGSEGV", "nil pointer", "=== RUN   " + t.Name() + "/"} {
+		if strings.Contains(string(out), bad) {
+			t.Errorf("CheckLoop went on after the nil Call (%q):\n%s", bad, out)
+		}
 	}
 }
 

@@ -128,9 +128,13 @@ func checkNames() []string {
 	return names
 }
 
-// validateSkip returns an error naming each key of l.Skip that is not the
+// validateSkip returns an error for a loop with no Call, and one naming
+// each key of l.Skip that is not the
 // name of a check.
 func validateSkip(l Loop) error {
+	if l.Call == nil {
+		return fmt.Errorf("stress: loop %q has a nil Call: set Loop.Call to a function that runs one call of the loop, under the budget and Settings it is given", l.Name)
+	}
 	var unknown []string
 	for k := range l.Skip {
 		if !slices.Contains(checkNames(), k) {
