@@ -72,6 +72,9 @@ func (f *Fault) Error() string {
 		fmt.Fprintf(&b, "%s: %v", f.Cause, f.Value)
 	default:
 		b.WriteString(f.Cause.String())
+		if f.Value != nil {
+			fmt.Fprintf(&b, ": %v", f.Value)
+		}
 	}
 	if f.During != "" {
 		fmt.Fprintf(&b, " (during %s)", f.During)
@@ -136,9 +139,10 @@ func firstLines(s string, n int) string {
 }
 
 // asFault turns a recovered panic value into a Fault: a Fault raised below
-// (by Perform or a factory) keeps its cause, anything else is a Panicked,
-// or a Leaked when it is testing/synctest's report of a goroutine left
-// blocked in its bubble.
+// (by Perform or a factory) keeps its cause, testing/synctest's report of
+// a goroutine left blocked in its bubble is a Leaked and its report of a
+// bubble where every goroutine is blocked a Stuck, and anything else is a
+// Panicked.
 func asFault(during string, p any) *Fault {
 	if f, ok := p.(*Fault); ok {
 		if f.During == "" {
@@ -146,8 +150,20 @@ func asFault(during string, p any) *Fault {
 		}
 		return f
 	}
-	if s, ok := p.(string); ok && strings.HasPrefix(s, "deadlock: main bubble goroutine has exited but blocked goroutines remain") {
+	// testing/synctest's reports are a string once and an error of the
+	// runtime's now: read either.
+	var msg string
+	switch v := p.(type) {
+	case string:
+		msg = v
+	case error:
+		msg = v.Error()
+	}
+	switch {
+	case strings.HasPrefix(msg, "deadlock: main bubble goroutine has exited but blocked goroutines remain"):
 		return &Fault{Cause: Leaked, During: during, Value: "a goroutine the budget started is still blocked when the check ends: a budget that owns goroutines must stop them in Close() error"}
+	case strings.HasPrefix(msg, "deadlock: all goroutines in bubble are blocked"):
+		return &Fault{Cause: Stuck, During: during, Value: "every goroutine of the check's testing/synctest bubble is blocked: a call that can never return (a deadlock)", Stack: allStacks()}
 	}
 	return &Fault{Cause: Panicked, During: during, Value: p, Stack: string(debug.Stack())}
 }
@@ -204,8 +220,12 @@ func Guard(during string, limit time.Duration, f func() error) error {
 	case err := <-done:
 		return err
 	case <-timer.C:
-		buf := make([]byte, 64<<10)
-		buf = buf[:runtime.Stack(buf, true)]
-		return &Fault{Cause: Stuck, During: fmt.Sprintf("%s, still running after %v", during, limit), Stack: string(buf)}
+		return &Fault{Cause: Stuck, During: fmt.Sprintf("%s, still running after %v", during, limit), Stack: allStacks()}
 	}
+}
+
+// allStacks returns the stacks of every goroutine, up to 64 KiB of them.
+func allStacks() string {
+	buf := make([]byte, 64<<10)
+	return string(buf[:runtime.Stack(buf, true)])
 }

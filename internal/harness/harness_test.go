@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
@@ -191,5 +192,28 @@ func TestBalanceWithinAThousandth(t *testing.T) {
 	sub := harness.Subject[model.ThrottleState]{Name: "float", Model: m}
 	if err := sub.Balance(floatAvailable{9.099999999})(model.ThrottleState{Tokens: 9_099}); err != nil {
 		t.Errorf("9.099999999 against the model's 9.099: %v", err)
+	}
+}
+
+// A budget that deadlocks, or leaks a goroutine, inside a testing/synctest
+// bubble is reported as stuck or as a leak, not as a panic: the bubble's
+// reports are panics of an error type of the runtime.
+func TestBubbleDeadlockAndLeakKeepTheirCause(t *testing.T) {
+	deadlock := harness.Catch("a deadlock in a bubble", func() {
+		synctest.Test(t, func(*testing.T) {
+			<-make(chan struct{})
+		})
+	})
+	if f := fault(t, deadlock); f.Cause != harness.Stuck || !strings.Contains(f.Error(), "every goroutine") {
+		t.Errorf("a deadlocked bubble: %v (cause %v), want Stuck", deadlock, f.Cause)
+	}
+	leak := harness.Catch("a leak from a bubble", func() {
+		synctest.Test(t, func(*testing.T) {
+			never := make(chan struct{})
+			go func() { <-never }()
+		})
+	})
+	if f := fault(t, leak); f.Cause != harness.Leaked {
+		t.Errorf("a goroutine left blocked in a bubble: %v (cause %v), want Leaked", leak, f.Cause)
 	}
 }
