@@ -1,5 +1,7 @@
-// Package budget defines the retry-budget contract and ships three reference
-// budgets that are safe for concurrent use and allocate nothing per call.
+// Package budget defines the retry-budget contract and ships four reference
+// budgets that are safe for concurrent use and allocate nothing per call
+// ([TokenBucket], [Ratio], [Throttle], [InFlight]), a [Keyed] set of budgets
+// per key, and [Retrier], a retry loop that asks a budget.
 //
 // A retry budget is one allowance shared by every call that may retry. Work
 // that succeeds funds it; when failures pile up it drains, and callers fail
@@ -15,6 +17,8 @@
 //   - [Ratio] caps retries at a share of requests over a sliding window, with
 //     a floor for low traffic (Google SRE book, Envoy, Finagle).
 //   - [Throttle] is gRPC's retry throttling (gRFC A6).
+//   - [InFlight] caps the retries in flight at a share of the calls in
+//     flight, with a floor (Envoy's and Istio's retry budget).
 //   - Budgets whose answers depend on time read a [Clock] chosen at
 //     construction; [ManualClock] lets tests drive time by hand.
 //

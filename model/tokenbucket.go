@@ -17,8 +17,10 @@ import (
 // same whether it passes in one step or in many. The balance never exceeds
 // Capacity, and a full bucket carries no fraction. Request changes nothing.
 //
-// Only Retry and Success observe the clock, and only when RefillPerSecond is
-// positive; without refill the state does not track time at all.
+// Only a Retry of a retry kind and a Success observe the clock (a Retry of
+// another kind is denied and changes nothing), and only when
+// RefillPerSecond is positive; without refill the state does not track
+// time at all.
 type TokenBucket struct {
 	Capacity        int64
 	TransientCost   int64
