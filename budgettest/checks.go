@@ -627,10 +627,20 @@ func (sub Subject[S]) explainViolation(t *testing.T, s linearizability.Scenario,
 	if seed == 0 {
 		which = "the scenario" // the exhaustive stage's, named before
 	}
-	f := fail(ruleLinearizable, "%s: %s failed; minimized from %d to %d operations in %v:\n%s%s%s%s",
-		sub.name(), which, from, best.Len(), time.Since(start).Round(time.Millisecond), best, sched, witness.Explain(), note)
+	f := fail(ruleLinearizable, "%s: %s failed; %s:\n%s%s%s%s",
+		sub.name(), which, shrunkFrom(from, best.Len(), time.Since(start)), best, sched, witness.Explain(), note)
 	f.HTMLPath, f.JSONPath = html, js
 	return f
+}
+
+// shrunkFrom says how minimizing a failing scenario of from operations,
+// for d, went: to operations, or none smaller found.
+func shrunkFrom(from, to int, d time.Duration) string {
+	d = d.Round(time.Millisecond)
+	if to >= from {
+		return fmt.Sprintf("%s; no smaller failing scenario was found in %v", plural(from, "operation"), d)
+	}
+	return fmt.Sprintf("minimized from %d to %d operations in %v", from, to, d)
 }
 
 // The shape of the Invariant check's controlled stress runs: a few

@@ -86,3 +86,14 @@ func TestMinimizeTriesAndBudget(t *testing.T) {
 		}
 	}
 }
+
+// A minimization that found nothing smaller says so, rather than
+// "minimized from 400 to 400 operations".
+func TestShrunkFromSaysWhenNothingShrank(t *testing.T) {
+	if got := shrunkFrom(400, 400, 1500*time.Millisecond); got != "400 operations; no smaller failing scenario was found in 1.5s" {
+		t.Errorf("shrunkFrom(400, 400) = %q", got)
+	}
+	if got := shrunkFrom(27, 6, 265*time.Millisecond); got != "minimized from 27 to 6 operations in 265ms" {
+		t.Errorf("shrunkFrom(27, 6) = %q", got)
+	}
+}

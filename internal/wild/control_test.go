@@ -100,7 +100,7 @@ func TestControlledCatchRates(t *testing.T) {
 	t.Logf("caught in every run: %d of %d\n%s", all, len(cases), b.String())
 }
 
-var minimizedRE = regexp.MustCompile(`minimized from \d+ to \d+ operations in (\S+):`)
+var minimizedRE = regexp.MustCompile(`(?:minimized from \d+ to \d+ operations in|no smaller failing scenario was found in) (\S+):`)
 
 var replayRE = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
 

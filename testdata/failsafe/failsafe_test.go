@@ -27,7 +27,7 @@ func subject() budgettest.Subject[model.InFlightState] {
 
 var (
 	counterexample = regexp.MustCompile(`the counterexample, (\d+) operations:`)
-	minimized      = regexp.MustCompile(`minimized from \d+ to (\d+) operations`)
+	minimized      = regexp.MustCompile(`(\d+) operations(?: in |; no smaller)`)
 )
 
 // TestFailsafeVerdicts pins what the suite says of failsafe-go's budget,
