@@ -263,7 +263,9 @@ func (f fractional) Available() float64 {
 // did, 8.0006 was 8.001 against the model's 8.000, and it failed.
 func TestFloatBalanceWithinAThousandthPasses(t *testing.T) {
 	sub := budgettest.Subject[model.TokenBucketState]{Name: "Fractional", Model: refilling,
-		New: func(_ *testing.T, c budget.Clock) budget.Budget { return fractional{seqcheck.NewTokenBucket(refilling)(c)} }}
+		New: func(_ *testing.T, c budget.Clock) budget.Budget {
+			return fractional{seqcheck.NewTokenBucket(refilling)(c)}
+		}}
 	if err := budgettest.VerifyCheck(t, sub, budgettest.CheckSequential); err != nil {
 		t.Fatalf("a balance a fraction of a milli-unit above the model's: %v", err)
 	}
