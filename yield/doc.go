@@ -97,11 +97,12 @@
 // goroutine under control waiting for one of them is polled. Code that is
 // not rewritten (other modules unless named, the standard library's
 // internals, the runtime, assembly) has no yield points, and neither have
-// WaitGroup's Add and Done, time.Sleep and tickers: a goroutine under
-// control waiting on a mutex that one outside control holds is polled; one
-// that sleeps in time.Sleep keeps the baton meanwhile. A sync.Cond is under
-// control through [Cond]; one whose L is not one of sync's mutexes has
-// that lock taken and released outside the run's sight. When the goroutine holding the baton blocks
+// WaitGroup's Add and Done, and tickers: a goroutine under control waiting
+// on a mutex that one outside control holds is polled. A sync.Cond is
+// under control through [Cond] (one whose L is not one of sync's mutexes
+// has that lock taken and released outside the run's sight), and
+// time.Sleep through [Sleep], where the goroutine passes the baton while
+// it sleeps; a sleep in code that is not rewritten keeps the baton. When the goroutine holding the baton blocks
 // outside instrumented code (on the network, a syscall, an uninstrumented
 // lock), or when every goroutine under control has waited for
 // [Options.Stall], the run falls back to free running: every goroutine is

@@ -287,6 +287,11 @@ func Sleep(d time.Duration) {
 	time.Sleep(d)
 }
 
+// Sleeper returns [Sleep]: the rewrite of a call of time.Sleep,
+// time.Sleep(d), is yield.Sleeper(time.Sleep)(d), so that the file still
+// uses its import of package time. f is not called.
+func Sleeper(f func(time.Duration)) func(time.Duration) { return Sleep }
+
 // Range is the rewrite of a range over a channel: for v := range ch
 // becomes for v := range yield.Range(ch). Each receive is a [Recv2].
 func Range[T any](ch <-chan T) iter.Seq[T] {

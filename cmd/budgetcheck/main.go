@@ -1,7 +1,7 @@
 // Command budgetcheck runs your tests on rewritten code: every
 // synchronization point of the packages you name (sync/atomic, Mutex and
 // RWMutex, Once, Cond, WaitGroup's Go and Wait, channel operations, select,
-// go statements) calls package yield, and go test builds them through
+// go statements, time.Sleep) calls package yield, and go test builds them through
 // -overlay, so that your files never change and stacks still name your
 // lines. The checks of budgettest then explore controlled schedules in the
 // test binary itself.

@@ -46,6 +46,12 @@
 //     (see package yield). The calls of go and defer statements
 //     (go runtime.Gosched(), defer runtime.Gosched()) are left, the first
 //     as its go statement is rewritten;
+//   - calls of time.Sleep get the function wrapped in ryield.Sleeper,
+//     which returns yield.Sleep: time.Sleep(d) ->
+//     ryield.Sleeper(time.Sleep)(d); under control the goroutine then
+//     waits as on a timer's channel, passing the baton meanwhile, instead
+//     of keeping it while it sleeps (the call of a go statement is left,
+//     as its go statement is rewritten);
 //   - a go statement starts its goroutine through ryield.Go, its function
 //     value and arguments still evaluated by the goroutine that runs it,
 //     in a block on the statement's lines:
@@ -147,11 +153,11 @@
 // What is not: the communications of the select statements that stay
 // selects (their operands are rewritten), a range over or an operation on
 // a channel whose type is a type parameter, WaitGroup's Add and Done, the
-// other types of sync (Map, Pool), time.Sleep and timers (a
-// goroutine under control that sleeps holds the baton meanwhile; a
-// receive from a timer's channel is a receive), operations through an
-// interface (a sync.Locker), functions passed as values
-// (f := atomic.AddInt64, f := runtime.Gosched), assembly, files generated
+// other types of sync (Map, Pool), timers and tickers (a receive from a
+// timer's channel is a receive), operations through an interface (a
+// sync.Locker), functions passed as values (f := atomic.AddInt64,
+// f := runtime.Gosched, f := time.Sleep: a goroutine under control that
+// sleeps through one holds the baton meanwhile), assembly, files generated
 // by cgo, the packages outside the patterns, the packages of other
 // modules and of the standard library even when the patterns name them
 // (the go command overlays no

@@ -309,6 +309,7 @@ func (r *rewriter) visit(n ast.Node, depth int) {
 		r.atomicCall(n, depth)
 		r.closeCall(n, depth)
 		r.goschedCall(n, depth)
+		r.sleepCall(n, depth)
 	case *ast.GoStmt:
 		r.goStmt(n, depth)
 	case *ast.SelectorExpr:

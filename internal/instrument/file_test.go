@@ -17,7 +17,10 @@ import (
 // rewritten sources.
 const fakeYield = `package yield
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 func P[T any](x T) T { return x }
 func W[T any](x T) T { return x }
@@ -50,6 +53,7 @@ func Mark() bool                           { return true }
 func Go(fn func())             { go fn() }
 func Gosched()                 {}
 func Spin(f func()) func()     { return f }
+func Sleeper(f func(time.Duration)) func(time.Duration) { return f }
 func Close[T any](ch chan<- T) { close(ch) }
 
 type Once struct{ o *sync.Once }
@@ -644,6 +648,38 @@ func f(m *monitor) {
 }
 `,
 			points: 4,
+		},
+		{
+			name: "Sleep",
+			src: `
+import (
+	"time"
+	t2 "time"
+)
+
+func f(d time.Duration) {
+	time.Sleep(d)
+	t2.Sleep(time.Millisecond)
+	defer time.Sleep(d)
+	sleep := time.Sleep
+	sleep(d)
+}
+`,
+			want: `
+import (
+	"time"
+	t2 "time"
+)
+
+func f(d time.Duration) {
+	ryield.Sleeper(time.Sleep)(d)
+	ryield.Sleeper(t2.Sleep)(time.Millisecond)
+	defer ryield.Sleeper(time.Sleep)(d)
+	sleep := time.Sleep
+	sleep(d)
+}
+`,
+			points: 3,
 		},
 		{
 			name: "Send",

@@ -63,6 +63,26 @@ func (r *rewriter) goschedCall(call *ast.CallExpr, depth int) {
 	r.points++
 }
 
+// sleepCall sends a call of time.Sleep through ryield.Sleep, which under
+// control is a blocking operation that passes the baton while the
+// goroutine sleeps (time.Sleep would keep it, and the other goroutines
+// would wait out the sleep): time.Sleep(d) -> ryield.Sleeper(time.Sleep)(d),
+// which keeps the file's use of its import of time. The call of a go
+// statement is left, as its go statement is rewritten.
+func (r *rewriter) sleepCall(call *ast.CallExpr, depth int) {
+	fn := typeutil.StaticCallee(r.info, call)
+	if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != "time" || fn.Name() != "Sleep" || len(call.Args) != 1 {
+		return
+	}
+	if n := len(r.stack); n > 0 {
+		if s, ok := r.stack[n-1].(*ast.GoStmt); ok && s.Call == call {
+			return
+		}
+	}
+	r.wrap(call.Fun, r.name+".Sleeper(", ")", depth)
+	r.points++
+}
+
 // staticFunc reports whether e denotes a declared function, which needs no
 // evaluation: a function's name, qualified or not, or an instantiation of
 // one; not a variable, a method value nor a method expression.

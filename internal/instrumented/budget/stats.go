@@ -31,6 +31,13 @@ type StatsBudget interface {
 // TokenBucket or a Throttle, retries it would still grant for a Ratio or an
 // InFlight. The balance is for metrics only: by the time it returns, other
 // goroutines may have changed it, so never decide a retry by it.
+//
+// Available must change nothing: a read that applies a refill, rotates a
+// window or otherwise moves the state (beyond what the answers of later
+// calls would see anyway) makes the budget's answers depend on when it is
+// observed. The conformance suite (package budgettest) reads it between
+// calls and compares it with the model's balance, to a thousandth; a
+// budget whose Available advances its state parts from the model there.
 type Balancer interface {
 	Available() float64
 }
