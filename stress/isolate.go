@@ -9,12 +9,14 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/yield"
@@ -231,8 +233,30 @@ func runCheck(t *testing.T, l Loop, c LoopCheck) {
 		if why, ok := l.Skip[c.Name]; ok {
 			t.Skipf("%s: %s", l.Name, why)
 		}
-		c.Run(t, l)
+		c.Run(t, guarded(t, l, c.Name))
 	})
+}
+
+// guarded returns l with its Call made to report a panic of the loop as a
+// failure of check on t, naming the loop, the settings it was given and
+// the panic, instead of crashing the child process (where it read as "the
+// child process died"). The call's goroutine then ends, as when the spin
+// guard stops a call, so the check judges nothing more of it. A library
+// that panics on settings it refuses (a zero delay, say) gets the Skip to
+// use when the check's premise needs them.
+func guarded(t *testing.T, l Loop, check string) Loop {
+	inner := l.Call
+	l.Call = func(ctx context.Context, b budget.Budget, s Settings, op func(context.Context) error) error {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Errorf("the loop %s panicked in %s, given Settings %+v: %v\n%s\nif the loop cannot take the settings this check needs, skip it with the reason: Loop.Skip[%q] = \"...\"",
+					l.Name, check, s, p, debug.Stack(), check)
+				runtime.Goexit()
+			}
+		}()
+		return inner(ctx, b, s, op)
+	}
+	return l
 }
 
 // CheckLoop runs the loop checks on l in a child process (see

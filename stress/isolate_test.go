@@ -201,3 +201,38 @@ func TestIsolatedLoopChecksNamedRunsThoseOnly(t *testing.T) {
 		}
 	}
 }
+
+// A loop whose library panics on settings it refuses (here a zero delay)
+// fails the checks that give it those settings, saying that the loop
+// panicked and which Skip to use, rather than crashing their child
+// process.
+func TestLoopPanicIsNamed(t *testing.T) {
+	l := RetrierLoop()
+	inner := l.Call
+	l.Name = "ZeroDelayPanics"
+	l.Call = func(ctx context.Context, b budget.Budget, s Settings, op func(context.Context) error) error {
+		if s.BaseDelay == 0 {
+			panic("base must be greater than 0")
+		}
+		return inner(ctx, b, s, op)
+	}
+	outcomes := IsolatedLoopChecks(t, l, 2*time.Minute)
+	if outcomes == nil {
+		return // the child
+	}
+	panicked := 0
+	for name, o := range outcomes {
+		if o.Result == "crash" {
+			t.Errorf("%s: the child crashed:\n%s", name, o.Output)
+		}
+		if strings.Contains(o.Output, "base must be greater than 0") {
+			panicked++
+			if o.Result != "fail" || !strings.Contains(o.Output, "the loop ZeroDelayPanics panicked in "+name) || !strings.Contains(o.Output, `Loop.Skip["`+name+`"]`) {
+				t.Errorf("%s: %s, want a failure naming the panic and the Skip:\n%s", name, o.Result, o.Output)
+			}
+		}
+	}
+	if panicked == 0 {
+		t.Errorf("no check gave the loop a zero delay: %v", outcomes)
+	}
+}
