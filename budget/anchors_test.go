@@ -169,7 +169,7 @@ func TestTokenBucketAnchors(t *testing.T) {
 		})
 	})
 	t.Run("Seed000RefillAndBonus", func(t *testing.T) {
-		// Seed 000's bucket: 40 tokens, 1 per retry, +0.1 per success,
+		// The bucket of the article "Retry budgets by language": 40 tokens, 1 per retry, +0.1 per success,
 		// refilled at 1 token per second.
 		clock := new(budget.ManualClock)
 		b := newBucket(t, budget.TokenBucketConfig{

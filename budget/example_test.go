@@ -25,7 +25,7 @@ func ExampleNewTokenBucket() {
 }
 
 func ExampleNewTokenBucket_refill() {
-	// Seed 000's bucket: 40 tokens, 1 per retry, +0.1 per success, refilled
+	// The bucket of the article "Retry budgets by language": 40 tokens, 1 per retry, +0.1 per success, refilled
 	// at 1 token per second. A ManualClock stands in for time.
 	clock := new(budget.ManualClock)
 	b, err := budget.NewTokenBucket(budget.TokenBucketConfig{

@@ -23,6 +23,28 @@
 //
 // What it can and cannot prove: see Run.
 //
+// # Which model is my rule?
+//
+// Quantities of the token models are in milli-tokens. Each line is an
+// Example of package model:
+//
+//   - the bucket of the article "Retry budgets by language" (capacity 40,
+//     refill 1/s, 1 per retry, +0.1 per success, no refund):
+//     model.TokenBucket{Capacity: 40_000, TransientCost: 1_000,
+//     ThrottledCost: 1_000, SuccessBonus: 100, RefillPerSecond: 1_000,
+//     NoRefund: true} (Example_articleBucket);
+//   - the AWS SDK for Go v2's retry quota: model.AWS() (Example_awsSDK);
+//   - gRPC's retry throttling (gRFC A6), maxTokens 10, tokenRatio 0.1:
+//     model.Throttle{Max: 10_000, Ratio: 100} (Example_gRPCThrottle);
+//   - the Google SRE book's ratio with a floor: model.SRE()
+//     (Example_googleSRE);
+//   - Envoy's retry_budget, and Istio's retryBudget that configures it:
+//     model.EnvoyDefaults(), or model.InFlight with your percent and
+//     floor (Example_envoyRetryBudget);
+//   - failsafe-go's budget: model.FailsafeDefaults() (Example_failsafeGo);
+//   - tower's TpsBudget: no model of the model package; Example_writingAModel
+//     writes one (see "Writing a model for your budget").
+//
 // # Controlled schedules on plain go test
 //
 // A check-then-act goes wrong in a window of nanoseconds, and whether two
