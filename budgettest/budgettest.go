@@ -118,10 +118,14 @@ func Checks() []Check {
 //     preemptions, and the failure prints the -budgettest.replay flag that
 //     replays it exactly. Then each scenario runs once freely.
 //   - Race: 64 goroutines call the budget at once, with GOMAXPROCS raised to
-//     at least 8. Only the race detector sees what goes wrong here: run go
-//     test -race. Without it the check finds only panics and deadlocks.
-//     It always runs freely: under control every switch between
-//     goroutines is a synchronization, and the detector would see none.
+//     at least 8. For most models only the race detector sees what goes
+//     wrong here: run go test -race; without it the check finds panics,
+//     deadlocks and calls too slow to finish. For an in-flight model
+//     (model.InFlightLimit) the run is the in-flight stress run, whose
+//     limit on the retries in flight is checked at every grant, with or
+//     without -race. It always runs freely: under control every switch
+//     between goroutines is a synchronization, and the detector would see
+//     none.
 //   - Invariant: for any model, two burst runs: many goroutines make the
 //     same call at once, and since every order of identical calls is the
 //     same sequence, the budget must grant exactly what the model grants

@@ -81,6 +81,9 @@ type ContextBudget interface {
 //     never runs (the call was cancelled during the backoff) still ends.
 //     A denied retry starts nothing and has no end.
 //   - Success, if the attempt succeeded, comes before its AttemptEnd.
+//   - A failed attempt ends before the Retry asked for after it: its
+//     AttemptEnd, then Retry for the next attempt, so that a retry never
+//     counts beside the attempt it replaces. [Retrier] keeps this order.
 //   - CallEnd ends the call, after its last attempt's end.
 //
 // An implementation defines its answer to input that breaks the structure.
