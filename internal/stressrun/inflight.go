@@ -177,6 +177,7 @@ func inFlight[S any](c InFlightConfig, sub harness.Subject[S], lim model.InFligh
 		var got, want int
 		for got < maxLimit {
 			ok := harness.Perform(b, model.OpRetry(model.Throttled))
+			before := m.DescribeState(state)
 			var w bool
 			state, w = m.Step(state, model.OpRetry(model.Throttled))
 			if w {
@@ -185,7 +186,8 @@ func inFlight[S any](c InFlightConfig, sub harness.Subject[S], lim model.InFligh
 			if !ok {
 				if w {
 					return &InFlightViolation{fmt.Sprintf("phase %d: once every call of the goroutines had ended, with %d calls and %d retries in flight, "+
-						"the budget granted %d more retries where the model grants more (state %s): a retry that ended was never released", p+1, background, held, got, m.DescribeState(state))}
+						"the budget granted %d more retries and denied the next, which the model grants (model state before it: %s): "+
+						"a retry whose attempt had ended was still counted in flight, released late or not at all", p+1, background, held, got, before)}
 				}
 				break
 			}
