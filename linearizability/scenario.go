@@ -75,7 +75,13 @@ func (s Scenario) String() string {
 		}
 		fmt.Fprintf(&b, "  %-5s %s\n", name+":", strings.Join(strs, ", "))
 	}
-	fmt.Fprintf(&b, "scenario of %d operations:\n", s.Len())
+	if s.Structured {
+		// A run skips the rest of a call after a denied retry, so its
+		// history may hold fewer operations than are listed.
+		fmt.Fprintf(&b, "scenario of %d operations (calls of an in-flight budget: after a retry that is denied, the rest of its call is not run):\n", s.Len())
+	} else {
+		fmt.Fprintf(&b, "scenario of %d operations:\n", s.Len())
+	}
 	line("pre", s.Before)
 	for i, g := range s.Goroutines {
 		line(model.ClientName(i+1), g)
