@@ -113,6 +113,13 @@ func checkSequential[S any](t *testing.T, sub Subject[S]) error {
 		return ff
 	}
 	if failed {
+		if strings.Contains(report, "flaky test") {
+			// rapid replays a failure to shrink it; the budget answered
+			// the same calls otherwise the second time.
+			return fail(ruleSequential, "%s: a sequence of calls failed, and the same calls on a new budget did not fail again: "+
+				"the budget's answers depend on more than its calls and the clock it is given (the wall clock, state shared between budgets, randomness), "+
+				"so the failure could not be shrunk. rapid's report:\n%s", sub.name(), report)
+		}
 		return fail(ruleSequential, "%s: rapid's shrunk counterexample:\n%s", sub.name(), report)
 	}
 	return sub.longRuns(t)

@@ -270,3 +270,35 @@ func TestFloatBalanceWithinAThousandthPasses(t *testing.T) {
 		t.Fatalf("a balance a fraction of a milli-unit above the model's: %v", err)
 	}
 }
+
+// flakyCount is shared by every budget flaky builds: the answers of one
+// depend on the calls made to the others.
+var flakyCount atomic.Int64
+
+// flaky denies the 200th retry asked of all the budgets it builds, and no
+// other: the failure never comes again.
+type flaky struct{ budget.Budget }
+
+func (f flaky) Retry(k budget.Kind) bool {
+	if flakyCount.Add(1) == 200 {
+		return false
+	}
+	return f.Budget.Retry(k)
+}
+
+// A budget whose answers depend on more than its own calls fails the
+// Sequential check with a sentence that says so, not only with rapid's
+// "flaky test" report.
+func TestSequentialSaysWhenAFailureDoesNotReproduce(t *testing.T) {
+	flakyCount.Store(0)
+	m := model.AWS()
+	sub := budgettest.Subject[model.TokenBucketState]{Name: "Flaky", Model: m,
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return flaky{seqcheck.NewTokenBucket(m)(c)} }}
+	err := budgettest.VerifyCheck(t, sub, budgettest.CheckSequential)
+	if err == nil {
+		t.Fatal("the Sequential check passed a budget that denied a retry the model grants")
+	}
+	if !strings.Contains(err.Error(), "the same calls on a new budget did not fail again") {
+		t.Errorf("a failure that does not come again, without the suite's sentence:\n%v", err)
+	}
+}
