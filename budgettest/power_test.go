@@ -275,15 +275,19 @@ func TestFloatBalanceWithinAThousandthPasses(t *testing.T) {
 // depend on the calls made to the others.
 var flakyCount atomic.Int64
 
-// flaky denies the 200th retry asked of all the budgets it builds, and no
-// other: the failure never comes again.
+// flaky denies the 200th retry granted by all the budgets it builds,
+// giving its cost back, and no other: the failure never comes again.
 type flaky struct{ budget.Budget }
 
 func (f flaky) Retry(k budget.Kind) bool {
-	if flakyCount.Add(1) == 200 {
+	if !f.Budget.Retry(k) {
 		return false
 	}
-	return f.Budget.Retry(k)
+	if flakyCount.Add(1) == 200 {
+		f.Budget.Success(k) // the cost back: as if it had been denied
+		return false
+	}
+	return true
 }
 
 // A budget whose answers depend on more than its own calls fails the
