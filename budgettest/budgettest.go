@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/yield"
 	"github.com/retrybudget/retrybudget/stress"
 )
 
@@ -125,7 +126,9 @@ func Checks() []Check {
 //     limit on the retries in flight is checked at every grant, with or
 //     without -race. It always runs freely: under control every switch
 //     between goroutines is a synchronization, and the detector would see
-//     none.
+//     none. Under -race it runs in a child process of the test binary, and
+//     the detector's reports come back as one Failure: how many, each pair
+//     of sites once, and the first report in full.
 //   - Invariant: for any model, two burst runs: many goroutines make the
 //     same call at once, and since every order of identical calls is the
 //     same sequence, the budget must grant exactly what the model grants
@@ -222,11 +225,11 @@ func Run[S any](t *testing.T, sub Subject[S]) {
 
 // Verify runs the same checks without subtests and without failing t (but
 // a factory that calls t.Fatal fails t itself), and returns every failure
-// joined, each prefixed with its check's name, or nil. A data race is the
-// exception: under -race the race detector fails the running test when it
-// ends, and Verify cannot see it, so a nil error under -race means nothing
-// until the test has passed. Run does not have this gap: the race fails the
-// subtest of the check that made it.
+// joined, each prefixed with its check's name, or nil. Under -race the
+// Race check runs in a child process of the test binary, so a data race
+// there is a Failure Verify returns, like any other, with the detector's
+// reports counted and the first one shown; a race the budget makes in
+// another check still fails the running test when it ends.
 func Verify[S any](t *testing.T, sub Subject[S]) error {
 	t.Helper()
 	return sub.verify(t, Checks())
@@ -304,10 +307,15 @@ func (sub Subject[S]) prepare(t *testing.T) (Subject[S], *Failure) {
 // if that passed, the check itself, whose free runs are the stage that
 // sees data races under -race and what control does not reach. The
 // controlled stage comes first so that a budget it fails gets the same
-// failure, with its schedule to replay, on every run.
+// failure, with its schedule to replay, on every run. Under the race
+// detector the Race check runs in a child process (see raceStage), whose
+// reports come back as one Failure.
 func (sub Subject[S]) stages(t *testing.T, c call, ck Check) error {
 	if err := sub.controlledStage(t, c, ck); err != nil {
 		return err
+	}
+	if ck == CheckRace && raceEnabled && !yield.Instrumented() {
+		return sub.raceStage(t, c)
 	}
 	return sub.run(t, ck)
 }

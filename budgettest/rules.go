@@ -32,6 +32,7 @@ const (
 	ruleAmplification rule = "under a 100% outage the budget grants no more retries than its model: it bounds the load"
 	rulePanic         rule = "nothing the suite calls panics: the model's methods included"
 	ruleControl       rule = "the concurrent checks explore controlled schedules (an instrumented child process) and finish there"
+	ruleNoRace        rule = "the budget shares no memory between goroutines without synchronization: the race detector reports no data race while 64 goroutines call it at once"
 )
 
 // fail returns a Failure of rule r, found at the caller's line.
