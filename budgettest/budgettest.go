@@ -10,8 +10,8 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/model"
-	"github.com/retrybudget/retrybudget/yield"
 	"github.com/retrybudget/retrybudget/stress"
+	"github.com/retrybudget/retrybudget/yield"
 )
 
 // A Factory builds a fresh budget for one check. clock is the clock the
