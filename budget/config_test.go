@@ -140,3 +140,55 @@ func TestConfigErrorText(t *testing.T) {
 		t.Errorf("NewRatio(Ratio: 1.5) error = %v, want %q", err, want)
 	}
 }
+
+// The ends of InFlightConfig's ranges are valid: a ratio of 1 (every call
+// may have a retry in flight) and the largest MinConcurrency a count holds.
+func TestNewInFlightRangeEnds(t *testing.T) {
+	for _, c := range []budget.InFlightConfig{{Ratio: 1, MinConcurrency: 3}, {Ratio: 0.2, MinConcurrency: 4294967295}} {
+		b, err := budget.NewInFlight(c)
+		if err != nil {
+			t.Fatalf("NewInFlight(%+v): %v", c, err)
+		}
+		for range 5 {
+			b.Request()
+		}
+		// Ratio 1: five calls allow five retries; a floor of 2^32-1 allows
+		// them too.
+		for i := range 5 {
+			if !b.Retry(budget.Transient) {
+				t.Errorf("NewInFlight(%+v): retry %d of 5 beside 5 calls denied", c, i+1)
+			}
+		}
+	}
+}
+
+// A tokenRatio of 1000, the top of its range, is kept: one success fills a
+// throttle of 10 tokens from empty.
+func TestThrottleRatioAtTheTopOfItsRange(t *testing.T) {
+	th, err := budget.NewThrottle(10, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		th.Retry(budget.Transient)
+	}
+	th.Success(budget.FirstAttempt)
+	if got := th.Available(); got != 10 {
+		t.Errorf("after a drain and one success with tokenRatio 1000, Available() = %v; want 10", got)
+	}
+}
+
+// Past a million requests the allowance still is the ratio of them: 10% of
+// 2,000,000 is 200,000, read by Available.
+func TestRatioAllowanceOfMillionsOfRequests(t *testing.T) {
+	r, err := budget.NewRatio(budget.RatioConfig{Ratio: 0.1, Window: time.Minute, Slots: 10, Clock: new(budget.ManualClock)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2_000_000 {
+		r.Request()
+	}
+	if got := r.Available(); got != 200_000 {
+		t.Errorf("after 2,000,000 requests at 10%%, Available() = %v; want 200000", got)
+	}
+}

@@ -160,8 +160,5 @@ func (b *InFlight) Available() float64 {
 	s := b.state.Load()
 	calls, retries := s>>32, s&lowWord
 	limit := max(b.min, uint64(b.ratio)*calls/ppm)
-	if retries >= limit {
-		return 0
-	}
-	return float64(limit - retries)
+	return float64(limit - min(retries, limit)) // none when retries fill the limit, or more
 }

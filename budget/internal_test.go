@@ -22,6 +22,7 @@ func TestToMilliRange(t *testing.T) {
 		{-2.5, -2500, true},
 		{9223372036854774, 9223372036854773760, true}, // the float64 nearest 9223372036854774000
 		{9223372036854776, 0, false},                  // 2^63
+		{-9223372036854776, 0, false},                 // -2^63: rejected as its mirror is, though int64 holds it
 		{math.MaxFloat64, 0, false},
 		{math.Inf(1), 0, false},
 		{math.Inf(-1), 0, false},

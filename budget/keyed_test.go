@@ -219,3 +219,20 @@ func TestKeyedConcurrent(t *testing.T) {
 		t.Errorf("Range saw %d keys, Len says %d", n, k.Len())
 	}
 }
+
+// A key idle for exactly IdleTimeout is dropped at the next miss: the
+// timeout is when it goes, not an instant after.
+func TestKeyedIdleTimeoutIsInclusive(t *testing.T) {
+	clock := new(budget.ManualClock)
+	var dropped []string
+	k := newKeyedBuckets(t, budget.KeyedConfig[string, *budget.TokenBucket]{
+		IdleTimeout: time.Minute, Clock: clock,
+		OnDrop: func(key string, _ *budget.TokenBucket) { dropped = append(dropped, key) },
+	})
+	get(t, k, "idle")
+	clock.Advance(time.Minute)
+	get(t, k, "new") // a miss: the sweep
+	if len(dropped) != 1 || dropped[0] != "idle" {
+		t.Errorf("a key idle for exactly IdleTimeout: dropped %q; want idle dropped", dropped)
+	}
+}

@@ -184,10 +184,7 @@ func (r *Ratio) Available() float64 {
 		}
 	}
 	limit := max(r.floor, reqs/ppm*r.ratio+reqs%ppm*r.ratio/ppm)
-	if retries >= limit {
-		return 0
-	}
-	return float64(limit - retries)
+	return float64(limit - min(retries, limit)) // none when retries fill the limit, or more
 }
 
 // Success does nothing: a Ratio recovers as its window slides.

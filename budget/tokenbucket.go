@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -236,10 +237,9 @@ func (b *TokenBucket) refilled(t, acc int64, last, now time.Duration) (int64, in
 	if now <= last {
 		return t, acc, last
 	}
-	elapsed := int64(now - last)
-	if elapsed < 0 { // now - last overflowed: more time than int64 holds
-		elapsed = int64(^uint64(0) >> 1)
-	}
+	// The distance as unsigned is exact even where now - last overflows
+	// int64; more time than int64 holds counts as the most it holds.
+	elapsed := int64(min(uint64(now)-uint64(last), math.MaxInt64))
 	if t >= b.capacity {
 		return b.capacity, 0, now
 	}

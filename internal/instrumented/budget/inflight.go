@@ -164,10 +164,7 @@ func (b *InFlight) Available() float64 {
 	s := ryield.P(&b.state).Load()
 	calls, retries := s>>32, s&lowWord
 	limit := max(ryield.P(b.min), uint64(ryield.P(b.ratio))*calls/ppm)
-	if retries >= limit {
-		return 0
-	}
-	return float64(limit - retries)
+	return float64(limit - min(retries, limit)) // none when retries fill the limit, or more
 }
 
 var _ = ryield.Mark()

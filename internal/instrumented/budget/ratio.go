@@ -196,10 +196,7 @@ func (r *Ratio) Available() float64 {
 		}
 	}
 	limit := max(ryield.P(r.floor), reqs/ppm*ryield.P(r.ratio)+reqs%ppm*ryield.P(r.ratio)/ppm)
-	if retries >= limit {
-		return 0
-	}
-	return float64(limit - retries)
+	return float64(limit - min(retries, limit)) // none when retries fill the limit, or more
 }
 
 // Success does nothing: a Ratio recovers as its window slides.
