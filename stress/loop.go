@@ -105,7 +105,7 @@ func LoopChecks() []LoopCheck {
 	return []LoopCheck{
 		{"NoAttemptOnDoneContext", "a context that is already done leads to zero attempts", checkDoneContext},
 		{"NoAttemptAfterCancel", "a cancel during an attempt leads to no further attempt, even when the retry would come with no wait", checkCancelInAttempt},
-		{"NoAttemptOnExpiredDeadline", "no attempt starts on a context whose ctx.Err() is set, even when the wait ends at the deadline's instant (tolerance 2% of 1000 trials)", checkExpiredDeadline},
+		{"NoAttemptOnExpiredDeadline", "no attempt starts on a context whose ctx.Err() is set, even when the wait ends at the deadline's instant (tolerance 2% of 500 trials)", checkExpiredDeadline},
 		{"GiveUpBeforeDeadline", "a loop whose next wait would reach the deadline returns at once, with no further attempt, instead of waiting into it", checkGiveUpBeforeDeadline},
 		{"PromptReturnOnCancel", "a cancel during the wait returns at once, with context.Canceled, and no further attempt", checkCancelInWait},
 		{"NoGoroutineOutlivesCall", "no goroutine the loop started, and no attempt, outlives the call, whether the operation honours ctx or ignores it, and when a later attempt wins", checkNoLeak},
@@ -345,8 +345,17 @@ func checkCancelInAttempt(t *testing.T, l Loop) {
 }
 
 func checkExpiredDeadline(t *testing.T, l Loop) {
-	const trials, tolerance, enough = 1000, 20, 50 // 2%: enough trials that a loop at 4-5% cannot pass by luck
-	bad, reached := 0, 0
+	// Only the trials of the hidden deadline count: its context is done
+	// for every look from the deadline's instant on, so a loop that looks
+	// at ctx before each attempt never attempts on it, on any machine. With
+	// context.WithTimeout the context ends when its timer's goroutine has
+	// run, which at the deadline's instant races the loop's own timer: a
+	// loop that looked and saw it live can attempt as it ends, and under
+	// the race detector one that keeps the rule did so in up to 4% of
+	// trials, past the 2% once tolerated here. Those trials still reach the
+	// premise, and their count is logged.
+	const trials, tolerance, enough = 1000, 10, 50 // 2% of the 500 that count: a loop that does not look fails in about half
+	bad, reached, racing := 0, 0, 0
 	var example string
 	for trial := range trials {
 		synctest.Test(t, func(t *testing.T) {
@@ -379,7 +388,11 @@ func checkExpiredDeadline(t *testing.T, l Loop) {
 			// Giving up before such a wait is a promise of its own,
 			// GiveUpBeforeDeadline.
 			if r.counts().onDone > 0 {
-				bad++
+				if trial%2 == 1 {
+					bad++
+				} else {
+					racing++
+				}
 			}
 			// The premise: the loop honoured the first wait to the
 			// nanosecond, and was still waiting when the deadline came.
@@ -400,12 +413,15 @@ func checkExpiredDeadline(t *testing.T, l Loop) {
 		})
 	}
 	if bad > tolerance {
-		t.Errorf("%s attempted on an expired context in %d of %d trials; want at most %d", l.Name, bad, trials, tolerance)
+		t.Errorf("%s attempted on an expired context in %d of the %d trials whose context is done for every look from its deadline on; want at most %d", l.Name, bad, trials/2, tolerance)
 	} else if reached < enough {
 		unmet(t, fmt.Sprintf("in at least %d of %d trials, a wait that ends at the deadline's instant: a server delay (or, with Settings.FixedDelay, BaseDelay) honoured to the nanosecond, and the loop still waiting when the deadline comes", enough, trials),
 			fmt.Sprintf("%d trials; in one, %s", reached, example))
 	} else if bad > 0 {
-		t.Logf("%s attempted on an expired context in %d of %d trials (tolerated: the context's timer can fire between the loop's look at ctx and the attempt)", l.Name, bad, trials)
+		t.Logf("%s attempted on an expired context in %d of %d trials (tolerated)", l.Name, bad, trials/2)
+	}
+	if racing > 0 {
+		t.Logf("%s attempted as a context.WithTimeout ended in %d of %d trials (not counted: its timer can fire between the loop's look at ctx and the attempt)", l.Name, racing, trials/2)
 	}
 }
 
