@@ -118,10 +118,9 @@ func NewRatio(c RatioConfig) (*Ratio, error) {
 	}
 	r.last = r.clock.Now()
 	r.head = floorDiv(int64(r.last), r.width)
-	for i := range r.slots {
-		// Mark every slot as belonging to no slot number in the window.
-		r.slots[i].n = r.head - int64(len(r.slots))
-	}
+	// The slots start at slot number 0 with nothing counted: whether that
+	// number is in the window or not, an empty slot adds nothing, and the
+	// slot is renumbered when it is first used.
 	return r, nil
 }
 

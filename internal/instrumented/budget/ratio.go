@@ -125,11 +125,9 @@ func NewRatio(c RatioConfig) (*Ratio, error) {
 	r.last = ryield.W(r.clock.Now())
 	ryield.Point()
 	r.head = ryield.W(floorDiv(int64(ryield.P(r.last)), ryield.P(r.width)))
-	for i := range ryield.P(r.slots) {
-		// Mark every slot as belonging to no slot number in the window.
-		ryield.Point()
-		r.slots[i].n = ryield.W(ryield.P(r.head) - int64(len(ryield.P(r.slots))))
-	}
+	// The slots start at slot number 0 with nothing counted: whether that
+	// number is in the window or not, an empty slot adds nothing, and the
+	// slot is renumbered when it is first used.
 	return r, nil
 }
 

@@ -53,10 +53,11 @@ func NewThrottle(maxTokens, tokenRatio float64) (*Throttle, error) {
 		return nil, configError("Throttle maxTokens", maxTokens, "in (0, 1000]")
 	}
 	ratio := int64(0)
-	if !math.IsNaN(tokenRatio) && tokenRatio > 0 && tokenRatio <= 1000 {
-		// Round to micro-tokens first, so that 0.7 (0.69999...) keeps its
-		// third decimal, then drop what is past the third.
-		ratio = int64(math.Round(tokenRatio*1e6)) / 1000
+	// Round to micro-tokens first, so that 0.7 (0.69999...) keeps its third
+	// decimal, then drop what is past the third. A ratio of 0 or less (and
+	// NaN, which no comparison holds) gives 0, refused below.
+	if micro := math.Max(0, math.Round(tokenRatio*1e6)); micro <= 1000*1e6 {
+		ratio = int64(micro) / 1000
 	}
 	if ratio < 1 || ratio > 1000*milli {
 		return nil, configError("Throttle tokenRatio", tokenRatio, "in [0.001, 1000]")
