@@ -2,20 +2,16 @@ package external
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
 )
 
-// errTransient is what SleepRetry takes for a retryable failure.
-var errTransient = errors.New("transient")
-
 // sleepStats counts SleepRetry's outcomes, for metrics.
 var sleepStats struct {
-	mu                 sync.Mutex
-	successes, failure int
+	mu                  sync.Mutex
+	successes, failures int
 }
 
 func countOutcome(err error) {
@@ -24,7 +20,7 @@ func countOutcome(err error) {
 	if err == nil {
 		sleepStats.successes++
 	} else {
-		sleepStats.failure++
+		sleepStats.failures++
 	}
 }
 
