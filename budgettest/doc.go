@@ -81,11 +81,14 @@
 // under every schedule with at most linearizability.DefaultPreemptionBound
 // (2) preemptions, pruned by sleep sets (linearizability.Exhaust). A pass
 // then means no violation in any schedule within that bound of those
-// scenarios, for code free of data races; a scenario cut short by the
-// stage's limits (5,000 schedules each, 8 s in all) is logged as such. A
-// violation it finds names the scenario and the number of schedules run;
-// the schedules of fewer preemptions run first. The random schedules
-// follow it.
+// scenarios; a scenario cut short by the stage's limits (5,000 schedules
+// each, 8 s in all) is logged as such. Steps inside a critical section are
+// taken to commute with other goroutines' steps only until a run shows an
+// operation storing into a field outside any lock, a sign of a data race;
+// the search then starts again without that reduction, and the log says
+// so. The schedules closest to the serial order run first. A violation it
+// finds names the scenario and the number of schedules run. The random
+// schedules follow it.
 //
 // A controlled failure tells how the calls met in the budget's own lines:
 // the shrunk schedule is replayed once more, traced, and each switch is

@@ -441,6 +441,9 @@ func (sub Subject[S]) exhaustStage(t *testing.T) (*linearizability.Result[S], li
 			return nil, s, "", trialErr
 		}
 		what := fmt.Sprintf("the exhaustive stage (every schedule with at most %d preemptions), scenario %q: %d schedules", rep.Bound, ns.name, rep.Schedules)
+		if rep.Unguarded {
+			what += " (a store outside any lock was seen, so no step inside a critical section was taken to commute with another)"
+		}
 		if viol != nil {
 			return viol, failing, what + ", the last of them failing", nil
 		}

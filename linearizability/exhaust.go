@@ -32,6 +32,12 @@ type ExhaustReport struct {
 	// Diverged counts the runs whose schedule did not replay: the code did
 	// something else the second time, so some schedules may be missed.
 	Diverged int
+	// Unguarded is set when a run showed a store into a field, inside an
+	// operation, by a goroutine that held no mutex (yield.Choice.Unguarded):
+	// the code may race, and the search, started again from the first
+	// schedule, took no step inside a critical section to commute with
+	// another (see branches).
+	Unguarded bool
 }
 
 // Exhaust records s under control once for every schedule with at most
@@ -48,9 +54,16 @@ type ExhaustReport struct {
 // A preemption is a switch away from a goroutine that could have gone on;
 // a switch at a goroutine's block, return or spin costs none, so a
 // goroutine stopped after a read while another runs several whole calls
-// costs one. The schedules of fewer preemptions run first. Schedules that
-// differ only in the order of steps that commute (see yield.Choice.Obj)
-// are pruned by sleep sets (see branches).
+// costs one. Schedules that differ only in the order of steps that commute
+// (see yield.Choice.Obj) are pruned by sleep sets (see branches).
+//
+// The schedules run in order of how many of their choices differ from
+// the serial order, a free switch at a block included (delay bounding:
+// Emmi, Qadeer and Rakamarić, "Delay-Bounded Scheduling", POPL 2011), so
+// that a search cut short by limit has run the schedules closest to the
+// serial one first. Where many goroutines block and wake on channels,
+// the free switches alone give more schedules within the bound than a
+// limit lets run, and most bugs need only one or two changes of order.
 //
 // s.Control, if set, gives the options the runs start from (a MaxSteps
 // say); its Schedule and Strategy are replaced. A run that falls back to
@@ -90,12 +103,11 @@ func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 	for g := 1; g < busy; g++ {
 		start = append(start, g, g)
 	}
-	// One stack of branches for each number of preemptions: the search
-	// runs every schedule of fewer preemptions first, so that the bug of
-	// a low bound is found without going through the schedules of a high
-	// one, and a search cut short has covered the lowest bounds.
-	stacks := make([][]branch, bound+1)
-	stacks[0] = []branch{{base: start, n: len(start), g: -1}}
+	// One stack of branches for each number of choices that differ from
+	// the serial order: the search runs the schedules of fewer first, so
+	// that the bug that needs one change of order is found without going
+	// through the many schedules that make several free switches.
+	stacks := [][]branch{{{base: start, n: len(start), g: -1}}}
 	for {
 		i := slices.IndexFunc(stacks, func(s []branch) bool { return len(s) > 0 })
 		if i < 0 {
@@ -132,8 +144,19 @@ func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 			rep.Complete = false
 			continue
 		}
-		for _, nb := range branches(r.Options.Schedule, r.Choices, b.len(), b.sleep, bound) {
-			stacks[nb.cost] = append(stacks[nb.cost], nb)
+		if !rep.Unguarded && slices.ContainsFunc(r.Choices, func(c yield.Choice) bool { return c.Unguarded }) {
+			// The branches pushed so far took the critical sections to
+			// commute with the other goroutines' steps: start again.
+			rep.Unguarded = true
+			stacks = [][]branch{{{base: start, n: len(start), g: -1}}}
+			continue
+		}
+		for _, nb := range branches(r.Options.Schedule, r.Choices, b.len(), b.sleep, bound, rep.Unguarded) {
+			nb.dev = b.dev + 1
+			for len(stacks) <= nb.dev {
+				stacks = append(stacks, nil)
+			}
+			stacks[nb.dev] = append(stacks[nb.dev], nb)
 		}
 	}
 	return rep, nil
@@ -156,6 +179,7 @@ type branch struct {
 	g     int
 	sleep uint64
 	cost  int // the preemptions of the prefix
+	dev   int // the choices of the prefix that differ from the serial order
 }
 
 // len returns the length of b's prefix.
@@ -187,32 +211,39 @@ func (b branch) prefix() []int {
 // again until a step that does not commute with a's has been taken, since
 // any schedule that did would only reorder a before steps it commutes
 // with. Steps commute when they touch different known objects
-// (yield.Choice.Obj). A goroutine's step at a state is the one it takes
-// when it next runs in this run: until then it waits at the same yield
-// point.
-func branches(sched []int, choices []yield.Choice, prefix int, sleep uint64, bound int) []branch {
-	// nextObj[i*gs+g] is the object of g's step at state i, as far as
-	// this run shows it: the Obj of g's next step from i on; zero if g
-	// runs no more.
+// (yield.Choice.Obj).
+//
+// Under a bound of preemptions, a goroutine's next step alone is not
+// enough. A schedule that runs a asleep at a later state, and a on
+// without a switch, stands for one that runs a's step early and its later
+// steps late: a preemption more, which the bound may cut off. So a
+// goroutine's step at a state stands for all it does from there until it
+// blocks, as far as this run shows it (its footprint): asleep, it stays
+// so only while the steps taken commute with every one of them.
+//
+// A step inside a critical section (local) commutes with every step, since
+// memory a mutex guards is touched only under it in code free of data
+// races. racy says the code may not be: a run showed a store outside any
+// lock (yield.Choice.Unguarded), which may be the racy access to that
+// memory (a count decremented without the lock). A local step then
+// commutes with none, and the search tries the others' steps at each of
+// them.
+func branches(sched []int, choices []yield.Choice, prefix int, sleep uint64, bound int, racy bool) []branch {
+	// nextObj[i*gs+g] is g's footprint at state i: what its steps from
+	// i on touch, up to the step at which it next blocks.
 	n := len(sched)
 	gs := 1
 	for _, g := range sched {
 		gs = max(gs, g+1)
 	}
-	//
-	// A local step is passed over: g's step here is taken to be the first
-	// of its steps from i on that is not local. A local step commutes with
-	// every step, but a goroutine put to sleep at one would stand for the
-	// schedules that run it early and its next step late, which cost a
-	// preemption more than the schedules it stood for, and the bound can
-	// cut those off; asleep for its next step that matters, it stays
-	// asleep only while the steps taken commute with that one.
-	nextObj := make([]uintptr, (n+1)*gs)
+	nextObj := make([]footprint, (n+1)*gs)
 	for i := n - 1; i >= 0; i-- {
 		copy(nextObj[i*gs:(i+1)*gs], nextObj[(i+1)*gs:(i+2)*gs])
-		if o := choices[i].Obj; o != localStep {
-			nextObj[i*gs+sched[i]] = o
+		f := &nextObj[i*gs+sched[i]]
+		if choices[i].Blocked {
+			*f = footprint{} // it waits after this step: a switch that costs nothing
 		}
+		*f = f.add(choices[i].Obj)
 	}
 	// last[g] is 1 + the last step before the current one at which g ran;
 	// 0 if none. The loop below keeps it as it goes.
@@ -239,13 +270,12 @@ func branches(sched []int, choices []yield.Choice, prefix int, sleep uint64, bou
 		}
 		return true
 	}
-	commute := func(a, b uintptr) bool { return a != 0 && b != 0 && (a == localStep || b == localStep) }
 	// wake removes from z the goroutines whose step at state i does not
 	// commute with obj.
 	wake := func(z uint64, i int, obj uintptr) uint64 {
 		for rest := z; rest != 0; rest &= rest - 1 {
 			g := bits.TrailingZeros64(rest)
-			if g >= gs || !commute(nextObj[i*gs+g], obj) {
+			if g >= gs || !nextObj[i*gs+g].commutes(obj, racy) {
 				z &^= 1 << g
 			}
 		}
@@ -288,4 +318,47 @@ func branches(sched []int, choices []yield.Choice, prefix int, sleep uint64, bou
 		last[sched[i]] = i + 1
 	}
 	return out
+}
+
+// A footprint is what a goroutine's steps from some state on touch, as far
+// as a run shows them: whether one touched what is not known, and a
+// one-word Bloom filter of the objects the others touched. A step that
+// commutes with a goroutine's next step alone need not commute with the
+// steps it takes after that one without a switch; see branches.
+type footprint struct {
+	steps   bool   // any step at all
+	unknown bool   // a step whose object is not known (zero)
+	objs    uint64 // a bit per object, by its address's hash
+}
+
+// add returns f with a step on obj.
+func (f footprint) add(obj uintptr) footprint {
+	f.steps = true
+	switch obj {
+	case 0:
+		f.unknown = true
+	case localStep:
+	default:
+		f.objs |= objBit(obj)
+	}
+	return f
+}
+
+// commutes reports whether a step on obj commutes with every step of f;
+// racy says that a step inside a critical section may race a step outside
+// one. It may say no of steps that commute (two objects of one bit),
+// never yes of steps that do not.
+func (f footprint) commutes(obj uintptr, racy bool) bool {
+	switch {
+	case !f.steps || obj == 0:
+		return false
+	case obj == localStep:
+		return !racy
+	}
+	return !f.unknown && f.objs&objBit(obj) == 0
+}
+
+// objBit returns obj's bit in a footprint.
+func objBit(obj uintptr) uint64 {
+	return 1 << ((uint64(obj) * 0x9e3779b97f4a7c15) >> 58)
 }

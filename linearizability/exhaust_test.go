@@ -80,6 +80,86 @@ func (b *mutexBucket) Retry(k budget.Kind) bool {
 }
 func (b *mutexBucket) Success(budget.Kind) {}
 
+// halfLocked takes a transient retry's token under a mutex, and a
+// throttled retry's with a plain load and store outside it: a data race.
+// A throttled retry that runs between the locked read and the locked
+// write loses its withdrawal, and a third retry of two tokens is granted.
+type halfLocked struct {
+	mu sync.Mutex
+	n  int64
+}
+
+func (b *halfLocked) Request() {}
+func (b *halfLocked) Retry(k budget.Kind) bool {
+	switch k {
+	case budget.Transient:
+		yield.M(&b.mu).Lock()
+		defer yield.M(&b.mu).Unlock()
+		if yield.P(b.n) <= 0 {
+			return false
+		}
+		yield.Point()
+		b.n = yield.W(b.n - 1)
+		return true
+	case budget.Throttled:
+		if yield.P(b.n) <= 0 { // BUG: no lock
+			return false
+		}
+		yield.Point()
+		b.n = yield.W(b.n - 1)
+		return true
+	}
+	return false
+}
+func (b *halfLocked) Success(budget.Kind) {}
+
+// poolBucket serves every retry in one of two worker goroutines it
+// starts, on an unbuffered channel, and a worker takes a token with a load
+// and then an Add: two workers that load the last token both take it.
+// Each call is several channel operations, and the workers block and wake
+// at each; the free switches there multiply the schedules.
+type poolBucket struct {
+	n    atomic.Int64
+	req  chan chan bool
+	stop chan struct{}
+}
+
+func newPoolBucket(n int64) *poolBucket {
+	b := &poolBucket{req: make(chan chan bool), stop: make(chan struct{})}
+	b.n.Store(n)
+	for range 2 {
+		yield.Go(b.serve)
+	}
+	return b
+}
+
+func (b *poolBucket) serve() {
+	for {
+		r := yield.R(b.req)
+		if yield.Select(false, r, yield.R(b.stop)) != 0 {
+			return
+		}
+		ok := false
+		if yield.P(&b.n).Load() > 0 {
+			yield.P(&b.n).Add(-1) // BUG: another worker may have taken it since the load
+			ok = true
+		}
+		yield.Send(r.V, ok)
+	}
+}
+
+func (b *poolBucket) Request() {}
+func (b *poolBucket) Retry(k budget.Kind) bool {
+	if !k.IsRetry() {
+		return false
+	}
+	reply := make(chan bool)
+	yield.Send(b.req, reply)
+	return yield.Recv(reply)
+}
+func (b *poolBucket) Success(budget.Kind) {}
+func (b *poolBucket) Close() error       { yield.Close(b.stop); return nil }
+
 // tokens is the specification: n tokens, a retry takes one while any is
 // left, nothing gives one back.
 type tokens struct{ n int64 }
@@ -148,6 +228,51 @@ func TestExhaustPassesCorrect(t *testing.T) {
 			t.Logf("%s: %d schedules, complete", tt.name, rep.Schedules)
 		})
 	}
+}
+
+// A store outside the lock races the steps inside a critical section:
+// the search does not take a step under a lock to commute with a step
+// whose object it does not know, though the goroutine that takes the
+// latter begins with steps that commute (the stamps of its call).
+func TestExhaustFindsARaceWithACriticalSection(t *testing.T) {
+	s := linearizability.Scenario{Goroutines: [][]model.Op{
+		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
+		{model.OpRetry(model.Throttled)},
+	}}
+	rep, err := linearizability.Exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return &halfLocked{n: 2} }, 1, 0,
+		func(h linearizability.History, r yield.Report) bool {
+			return linearizability.Check[int64](tokens{2}, h, 0).Verdict == linearizability.Violation
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Complete {
+		t.Fatalf("no violation in %d schedules with at most 1 preemption; the lost withdrawal needs one", rep.Schedules)
+	}
+	t.Logf("found after %d schedules", rep.Schedules)
+}
+
+// Where goroutines block and wake on channels at every call, the schedules
+// within the bound are too many to run, and the search runs those closest
+// to the serial order first: the worker pool's check-then-act, which needs
+// one preemption, is found within a few hundred schedules; a search that
+// ran every schedule of fewer preemptions first found none in 5,000.
+func TestExhaustFindsAPoolsBugEarly(t *testing.T) {
+	s := linearizability.Scenario{Goroutines: [][]model.Op{
+		{model.OpRetry(model.Transient)},
+		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
+	}}
+	rep, err := linearizability.Exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return newPoolBucket(1) }, 2, 500,
+		func(h linearizability.History, r yield.Report) bool {
+			return linearizability.Check[int64](tokens{1}, h, 0).Verdict == linearizability.Violation
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Schedules >= 500 {
+		t.Fatalf("no violation in the first %d schedules", rep.Schedules)
+	}
+	t.Logf("found after %d schedules", rep.Schedules)
 }
 
 // A mutex's critical sections of 2 goroutines × 2 calls have 6 orders;

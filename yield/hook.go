@@ -38,7 +38,17 @@ func P[T any](x T) T {
 // so that an exhaustive search tries the other goroutines' steps both
 // before and after the store. The store is progress (see Spinning).
 func W[T any](x T) T {
-	Point()
+	if r := active.Load(); r != nil && !r.free.Load() {
+		if r.opt.Choices {
+			if g := r.self(); g != nil {
+				obj := r.local(g)
+				g.store = obj == 0 && g.tag != 0
+				r.point(obj)
+				return x
+			}
+		}
+		r.point(0)
+	}
 	return x
 }
 
@@ -120,9 +130,11 @@ func Point() {
 // Tag sets what the calling goroutine, under a traced controlled run
 // (Options.Trace), is doing: each Step taken by it until its next Tag
 // carries v. A recorder tags its goroutines' steps with the operation
-// they are inside. Elsewhere Tag does nothing.
+// they are inside, zero outside one; under Options.Choices, a store
+// outside any critical section while the tag is not zero is marked
+// (Choice.Unguarded). Elsewhere Tag does nothing.
 func Tag(v int64) {
-	if r := active.Load(); r != nil && r.opt.Trace && !r.free.Load() {
+	if r := active.Load(); r != nil && (r.opt.Trace || r.opt.Choices) && !r.free.Load() {
 		if g := r.self(); g != nil {
 			g.tag = v
 		}

@@ -282,8 +282,8 @@ type Site []uintptr
 // other yield point, a [Boundary], and a step that unlocked a mutex), which
 // is to be taken as touching everything. Two steps commute when neither
 // object is zero and they differ or one is 1, as long as the code between
-// yield points shares no memory without synchronization (a data race: the
-// Race check's domain).
+// yield points shares no memory without synchronization; a store that
+// may break that is marked (Unguarded).
 //
 // Spun is set when the goroutine that held the baton could have gone on
 // but was passed over as spinning: the scheduler's choice there is forced
@@ -302,6 +302,12 @@ type Choice struct {
 	// (a Lock, a channel operation) could not go on, and waited: the step
 	// changed nothing.
 	Blocked bool
+	// Unguarded is set when the step is a store into a field (see [W]),
+	// inside an operation (see [Tag]), by a goroutine that holds no
+	// mutex: the code may not be free of data races (or the field is the
+	// goroutine's own), and memory a mutex guards may be written without
+	// it.
+	Unguarded bool
 }
 
 // String describes the run in a line, with the options to replay it.
@@ -349,10 +355,12 @@ type gor struct {
 	// did something with effects beyond it (an unlock, its return).
 	pending uintptr
 	locking bool    // pending is a mutex g waits to Lock
+	store   bool    // the step g waits to take is an unguarded store (see Choice.Unguarded)
 	touched uintptr // an object the current step touched besides its own: a mutex it unlocked, a channel it closed
 	opaque  bool    // the current step touched touched, or something unknown when touched is zero
 
-	// With Options.Trace: where g last stopped, and its tag (see Tag).
+	// With Options.Trace: where g last stopped. With Options.Trace or
+	// Options.Choices: its tag (see Tag).
 	site Site
 	tag  int64
 }
@@ -953,8 +961,8 @@ func (r *run) pickLocked(from *gor) *gor {
 				c.Waiting |= 1 << g.id
 			}
 		}
-		c.Obj = next.pending
-		next.pending, next.locking = 0, false
+		c.Obj, c.Unguarded = next.pending, next.store
+		next.pending, next.locking, next.store = 0, false, false
 		r.choices = append(r.choices, c)
 	}
 	if r.opt.Trace {

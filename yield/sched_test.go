@@ -301,3 +301,40 @@ func TestStoreStepObjects(t *testing.T) {
 		t.Errorf("objects of the steps after a store, a read and a store under a lock = %v, want [0 1 1]", objs)
 	}
 }
+
+// A store outside any critical section, inside an operation (a Tag not
+// zero), is marked Unguarded; one under a lock, or outside an operation
+// (a constructor's), is not. An exhaustive search that sees the mark stops
+// taking critical sections to commute with the other goroutines' steps.
+func TestUnguardedStore(t *testing.T) {
+	var mu sync.Mutex
+	var n int64
+	rep := yield.Run(yield.Options{Strategy: yield.Serial(), Choices: true}, func() {
+		n = yield.W(n + 1) // no tag: a constructor's store
+		yield.Tag(1)
+		yield.M(&mu).Lock()
+		n = yield.W(n + 1)
+		yield.M(&mu).Unlock()
+		n = yield.W(n + 1) // the operation's store outside the lock
+		yield.Tag(0)
+		n = yield.W(n + 1)
+	})
+	if rep.Free {
+		t.Fatalf("%v", rep)
+	}
+	var marks []bool
+	for _, c := range rep.Choices {
+		if c.Obj == 0 || c.Obj == 1 { // the steps that W and the Lock begin
+			marks = append(marks, c.Unguarded)
+		}
+	}
+	got := 0
+	for _, m := range marks {
+		if m {
+			got++
+		}
+	}
+	if got != 1 {
+		t.Errorf("%d steps marked Unguarded of %v, want 1: the tagged store outside the lock", got, marks)
+	}
+}
