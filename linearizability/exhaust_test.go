@@ -158,7 +158,7 @@ func (b *poolBucket) Retry(k budget.Kind) bool {
 	return yield.Recv(reply)
 }
 func (b *poolBucket) Success(budget.Kind) {}
-func (b *poolBucket) Close() error       { yield.Close(b.stop); return nil }
+func (b *poolBucket) Close() error        { yield.Close(b.stop); return nil }
 
 // tokens is the specification: n tokens, a retry takes one while any is
 // left, nothing gives one back.
