@@ -69,32 +69,8 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 		for range retries {
 			before = append(before, retry(t))
 		}
-		// A continues an open call with a retry. B ends another open call
-		// and starts one: the calls in flight never pass the edge, though
-		// a count taken across the two can. C retries too (denied at the
-		// edge, so its call ends).
-		a := []model.Op{retry(t), model.OpAttemptEnd(t), model.OpCallEnd}
-		b := []model.Op{model.OpCallEnd, model.OpRequest, model.OpAttemptEnd(f), model.OpCallEnd}
-		c := []model.Op{retry(th), model.OpAttemptEnd(th), model.OpCallEnd, model.OpRequest}
-		d := []model.Op{model.OpRequest, model.OpAttemptEnd(f), model.OpCallEnd}
-		name := fmt.Sprintf("%d calls and %d retries in flight, where one call more allows one retry more", calls, retries)
-		out = append(out,
-			namedScenario{name + ": a retry against a call ending and one starting", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, b}, Structured: true}},
-			namedScenario{name + ": two retries against a call ending and one starting", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, c}, Structured: true}},
-			// The call first: the first goroutine runs on from the
-			// prefix, so a call that opens a slot before two retries
-			// race for it costs no preemption.
-			namedScenario{name + ": a call, and two retries", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{d, a, a}, Structured: true}},
-			// The same, the retries' attempts left open: two retries
-			// granted where the call opened one slot stay in flight
-			// together without a preemption to hold the first's end back.
-			namedScenario{name + ": a call, and two retries left in flight", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{d, {retry(t)}, {retry(th)}}, Structured: true}},
-			// A call starts while another ends, then the new call's retry
-			// asks at the edge: a count of calls that the two update at
-			// once, one of them outside the lock, keeps one update only,
-			// and the retry is answered from the count it kept.
-			namedScenario{name + ": a call starts as one ends, then retries", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{{model.OpRequest, model.OpAttemptEnd(f), retry(t)}, {model.OpCallEnd}}, Structured: true}},
-		)
+		// The scenarios of two or three operations first: the larger ones
+		// below can reach the stage's limits.
 		if retries > 0 {
 			// One slot left at the edge: a retry read against a call
 			// that starts and a retry that takes the room the call made,
@@ -105,6 +81,45 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			out = append(out, namedScenario{fmt.Sprintf("%d calls and %d retries in flight, one retry left, where one call more allows one retry more: a retry against a call that starts and retries", calls, retries-1),
 				linearizability.Scenario{Before: one, Goroutines: [][]model.Op{{retry(t)}, {model.OpRequest, model.OpAttemptEnd(f), retry(th)}}, Structured: true}})
 		}
+		if retries > 0 && inFlightAllowed(m, calls+1) > retries {
+			// One call more, and two retries left: a retry takes one and
+			// its attempt ends while another retry asks. Before the
+			// first retry, while it is in flight and after its end, the
+			// model grants the second; counts stored one after the
+			// other, and read as a pair between the two stores (a
+			// seqlock whose version moves only after them), deny it.
+			up := append(repeat(model.OpRequest, calls+1), repeat(retry(t), retries-1)...)
+			out = append(out, namedScenario{fmt.Sprintf("%d calls and %d retries in flight, two retries left: a retry's attempt ends as another retry asks", calls+1, retries-1),
+				linearizability.Scenario{Before: up, Goroutines: [][]model.Op{{retry(t), model.OpAttemptEnd(t), model.OpCallEnd}, {retry(th)}}, Structured: true}})
+		}
+		// A continues an open call with a retry. B ends another open call
+		// and starts one: the calls in flight never pass the edge, though
+		// a count taken across the two can. C retries too (denied at the
+		// edge, so its call ends).
+		a := []model.Op{retry(t), model.OpAttemptEnd(t), model.OpCallEnd}
+		b := []model.Op{model.OpCallEnd, model.OpRequest, model.OpAttemptEnd(f), model.OpCallEnd}
+		c := []model.Op{retry(th), model.OpAttemptEnd(th), model.OpCallEnd, model.OpRequest}
+		d := []model.Op{model.OpRequest, model.OpAttemptEnd(f), model.OpCallEnd}
+		name := fmt.Sprintf("%d calls and %d retries in flight, where one call more allows one retry more", calls, retries)
+		// Cheapest first: the three-goroutine ones can reach the limits.
+		out = append(out,
+			// A call starts while another ends, then the new call's retry
+			// asks at the edge: a count of calls that the two update at
+			// once, one of them outside the lock, keeps one update only,
+			// and the retry is answered from the count it kept.
+			namedScenario{name + ": a call starts as one ends, then retries", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{{model.OpRequest, model.OpAttemptEnd(f), retry(t)}, {model.OpCallEnd}}, Structured: true}},
+			namedScenario{name + ": a retry against a call ending and one starting", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, b}, Structured: true}},
+			namedScenario{name + ": two retries against a call ending and one starting", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, c}, Structured: true}},
+			// The call first: the first goroutine runs on from the
+			// prefix, so a call that opens a slot before two retries
+			// race for it costs no preemption. The retries' attempts
+			// left open: two retries granted where the call opened one
+			// slot stay in flight together without a preemption to hold
+			// the first's end back.
+			namedScenario{name + ": a call, and two retries left in flight", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{d, {retry(t)}, {retry(th)}}, Structured: true}},
+			// The same, each retry's call run to its end.
+			namedScenario{name + ": a call, and two retries", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{d, a, a}, Structured: true}},
+		)
 		return out
 	}
 	warmups := []struct {
@@ -155,6 +170,14 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			out = append(out, namedScenario{at("one request from a higher allowance: two requests race, then asks go to the first denial"),
 				linearizability.Scenario{Before: before, Goroutines: [][]model.Op{{model.OpRequest}, append([]model.Op{model.OpRequest}, repeat(retry(t), n)...)}}})
 		}
+		if before, ok := raiseEdge(m, w.ops); ok {
+			// One retry left, where one request more allows one retry
+			// more: a retry asks while another goroutine makes the
+			// request and takes the room it made (a limit computed
+			// before a compare-and-swap loop goes stale only after both).
+			out = append(out, namedScenario{at("one retry left, one request from a higher allowance: a retry against a request and the retry it allows"),
+				linearizability.Scenario{Before: before, Goroutines: [][]model.Op{{retry(t)}, {model.OpRequest, retry(th)}}}})
+		}
 		if last, ok := lastOfAll(m, w.ops); ok {
 			// The retry that leaves nothing for any kind: it races a
 			// refund and a retry that the refund pays for (an "empty"
@@ -180,6 +203,14 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			namedScenario{at("no retry left: refunds and credits race the asks"), linearizability.Scenario{Before: empty,
 				Goroutines: [][]model.Op{{success(f), retry(t)}, {retry(t), success(t)}}}},
 		)
+		if credit, ok := payingCredit(m, empty); ok {
+			// None left: a retry asks while another goroutine makes a
+			// credit that pays for one and asks for it (a charge taken
+			// first and undone when it overdraws holds the balance below
+			// what it is, for as long as it is not undone).
+			out = append(out, namedScenario{at(fmt.Sprintf("no retry left: a retry against a %v and the retry it pays for", credit)), linearizability.Scenario{Before: empty,
+				Goroutines: [][]model.Op{{retry(t)}, {credit, retry(t)}}}})
+		}
 		if sub.Scale > 0 && !sub.WallClock {
 			horizon := sub.Horizon
 			if horizon <= 0 {
@@ -285,6 +316,50 @@ func requestEdge[S any](m model.Model[S], warmup []model.Op) ([]model.Op, int, b
 		prev = two
 	}
 	return nil, 0, false
+}
+
+// raiseEdge finds, after warmup and as few requests as can be, a point
+// where one request more lets the model grant one retry more, and returns
+// it with the retries that leave one granted; ok is false if there is
+// none within edgeScan requests.
+func raiseEdge[S any](m model.Model[S], warmup []model.Op) ([]model.Op, bool) {
+	p := append([]model.Op(nil), warmup...)
+	g, ok := grantsLeft(m, p)
+	if !ok {
+		return nil, false
+	}
+	for range edgeScan {
+		p = append(p, model.OpRequest)
+		next, ok := grantsLeft(m, p)
+		if !ok {
+			return nil, false
+		}
+		if next > g && g >= 1 {
+			before := append(p[:len(p)-1:len(p)-1], repeat(model.OpRetry(model.Transient), g-1)...)
+			if one, _ := grantsLeft(m, before); one != 1 {
+				return nil, false
+			}
+			if two, _ := grantsLeft(m, append(slices.Clip(before), model.OpRequest)); two != 2 {
+				return nil, false
+			}
+			return before, true
+		}
+		g = next
+	}
+	return nil, false
+}
+
+// payingCredit returns the first success, of a transient retry, a
+// throttled one or a first attempt, that lets the model grant a retry
+// after empty; ok is false if none does.
+func payingCredit[S any](m model.Model[S], empty []model.Op) (model.Op, bool) {
+	for _, k := range []model.Kind{model.Transient, model.Throttled, model.FirstAttempt} {
+		c := model.OpSuccess(k)
+		if g, ok := grantsLeft(m, append(slices.Clip(empty), c)); ok && g >= 1 {
+			return c, true
+		}
+	}
+	return model.Op{}, false
 }
 
 // lastOfAll finds, after warmup and transient then throttled retries, a
