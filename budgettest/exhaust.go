@@ -1,6 +1,7 @@
 package budgettest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -23,11 +24,16 @@ import (
 // in any schedule, with at most that many preemptions, of these scenarios.
 
 // exhaustLimit bounds the schedules of one scenario of the exhaustive
-// stage, and exhaustWithin the time of the stage; a scenario cut short by
-// either is reported as such, never taken for a pass of its bound.
+// stage, and exhaustTotal those of the stage: counts, not time, so that a
+// loaded machine runs the same schedules as an idle one and gives the same
+// verdict. exhaustWithin only guards against a budget whose calls are slow
+// (a sleep in them): it is far beyond what the schedules take. A scenario
+// cut short by any of them is reported as such, never taken for a pass of
+// its bound.
 const (
 	exhaustLimit  = 5_000
-	exhaustWithin = 8 * time.Second
+	exhaustTotal  = 40_000
+	exhaustWithin = 2 * time.Minute
 )
 
 // edgeScan bounds the calls a search for a budget's edge makes.
@@ -483,7 +489,30 @@ func (sub Subject[S]) exhaustStage(t *testing.T) (*linearizability.Result[S], li
 	var total int
 	var short []string
 	start := time.Now()
-	for _, ns := range sub.exhaustScenarios() {
+	scenarios := sub.exhaustScenarios()
+	// The smallest first: the schedules grow with the goroutines and the
+	// calls, and the stage's count of them is spent on the small
+	// scenarios, where a bug's witness is shortest, before the large.
+	size := func(s linearizability.Scenario) (int, int) {
+		g, ops := len(s.Goroutines), 0
+		if len(s.Clock) > 0 {
+			g++
+		}
+		for _, l := range s.Goroutines {
+			ops += len(l)
+		}
+		return g, ops + len(s.Clock)
+	}
+	slices.SortStableFunc(scenarios, func(a, b namedScenario) int {
+		ga, oa := size(a.s)
+		gb, ob := size(b.s)
+		return cmp.Or(cmp.Compare(ga, gb), cmp.Compare(oa, ob))
+	})
+	for _, ns := range scenarios {
+		if total >= exhaustTotal {
+			short = append(short, fmt.Sprintf("%q (not run: the stage's %d schedules were spent)", ns.name, exhaustTotal))
+			continue
+		}
 		if time.Since(start) > exhaustWithin {
 			short = append(short, fmt.Sprintf("%q (not run: the stage's %v were spent)", ns.name, exhaustWithin))
 			continue
@@ -493,7 +522,7 @@ func (sub Subject[S]) exhaustStage(t *testing.T) (*linearizability.Result[S], li
 		var viol *linearizability.Result[S]
 		var failing linearizability.Scenario
 		var trialErr error
-		rep, err := linearizability.Exhaust(context.Background(), s, sub.harness(t).New, 0, exhaustLimit, func(h linearizability.History, r yield.Report) bool {
+		rep, err := linearizability.Exhaust(context.Background(), s, sub.harness(t).New, 0, min(exhaustLimit, exhaustTotal-total), func(h linearizability.History, r yield.Report) bool {
 			res := linearizability.Check(sub.Model, h, linTimeout)
 			if res.Verdict == linearizability.Linearizable {
 				return false
