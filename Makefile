@@ -67,7 +67,7 @@ lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
 
-check: lint race
+check: lint test race
 
 # Mutation testing of each package by its own tests, with gremlins v0.6.0
 # (installed into GOBIN, or GOPATH/bin, if that version is not there), one

@@ -56,6 +56,7 @@ func (a awsQuota) Available() float64 { return float64(a.rl.Remaining()) }
 // The AWS SDK's TokenRateLimit, checked against the model of the same
 // quota: this is how a team puts its own budget through the suite.
 func TestAWSTokenRateLimit(t *testing.T) {
+	skipUnderRace(t)
 	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
 		Name:  "aws/ratelimit.TokenRateLimit",
 		Model: model.AWS(), // 500 tokens, 14 per transient retry, 5 per throttled, +1 per first-attempt success
@@ -139,6 +140,7 @@ func awsLoop() stress.Loop {
 // The SDK's retry loop through the thirteen loop checks. See the README for the
 // verdicts and why.
 func TestAWSRetryLoop(t *testing.T) {
+	skipUnderRace(t)
 	outcomes := stress.IsolatedLoopChecks(t, awsLoop(), 0)
 	if outcomes == nil {
 		return

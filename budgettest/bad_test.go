@@ -43,6 +43,7 @@ func (p panicky) Success(k budget.Kind) {
 }
 
 func TestBadSubjects(t *testing.T) {
+	skipUnderRace(t)
 	good := adapt(seqcheck.NewTokenBucket(bucket))
 	t.Run("RetryPanics", func(t *testing.T) {
 		fs := expect(t, budgettest.Subject[model.TokenBucketState]{Name: "panics in Retry", Model: bucket,

@@ -77,6 +77,7 @@ func (o *owned) Close() error             { close(o.done); return nil }
 // A correct budget that owns a goroutine passes every check: each check
 // closes it where it was built.
 func TestGoroutineOwnedBudgetConforms(t *testing.T) {
+	skipUnderRace(t)
 	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
 		Name: "goroutine-owned bucket", Model: bucket, Scenarios: 20,
 		New: func(*testing.T, budget.Clock) budget.Budget { return newOwned(bucket) },
@@ -86,6 +87,7 @@ func TestGoroutineOwnedBudgetConforms(t *testing.T) {
 // The same on the wall clock: every check then runs in a synctest bubble,
 // which fails if the goroutine outlives it.
 func TestGoroutineOwnedBudgetConformsInBubbles(t *testing.T) {
+	skipUnderRace(t)
 	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
 		Name: "goroutine-owned bucket", Model: bucket, WallClock: true, Scenarios: 10,
 		New: func(*testing.T, budget.Clock) budget.Budget { return newOwned(bucket) },

@@ -97,6 +97,7 @@ func TestTowerRetryPercentTruncation(t *testing.T) {
 // The configurations where 1/retry_percent is an integer: the port of
 // TpsBudget passes every check against the model of its intended rule.
 func TestTowerTpsBudgetConforms(t *testing.T) {
+	skipUnderRace(t)
 	budgettest.Run(t, tpsSubject(0.25))
 }
 

@@ -6,3 +6,6 @@ package controltest_test
 // sees no race in a controlled run (every switch is a synchronization) and
 // makes each run several times slower, two seed bases.
 const defaultReps = 2
+
+// raceEnabled reports whether the race detector is on.
+const raceEnabled = true
