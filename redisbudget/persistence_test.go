@@ -154,7 +154,13 @@ func TestAOFEverysecLoss(t *testing.T) {
 	s.start()
 	extra = left(name) - (capacity - before - last)
 	t.Logf("one second of lost writes with everysec: %d retries granted in that second at %d/s; %d granted again after the restart", last, rate, extra)
-	if extra != last {
-		t.Errorf("after losing the last second's writes the bucket granted %d retries beyond the budget, want %d: that second's grants", extra, last)
+	// The copy holds every write made before it, unless redis postponed
+	// writing its AOF buffer (it does, for up to 2 s, while an fsync is
+	// slow, and replies meanwhile): the grants just before the copy are
+	// then lost too, and granted again.
+	if extra < last || extra > last+before {
+		t.Errorf("after losing the last second's writes the bucket granted %d retries beyond the budget, want %d (that second's grants), or up to %d more (the grants just before the copy, if redis had not written them yet)", extra, last, before)
+	} else if extra > last {
+		t.Logf("%d grants made just before the copy were not in it yet: redis postponed its AOF write", extra-last)
 	}
 }
