@@ -12,7 +12,7 @@ FUZZTARGETS = FuzzRatioWindow FuzzRatio FuzzTokenBucket FuzzThrottle FuzzConfig
 MUTANTTIME ?= 60
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test race bench lint check props lin killmatrix catchrates stress fuzz fuzz-mutants
+.PHONY: test race bench lint check props lin killmatrix catchrates stress fuzz fuzz-mutants bench-instrumented
 
 test:
 	$(GO) test ./...
@@ -61,6 +61,14 @@ fuzz-mutants:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1,2 ./budget
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./linearizability
+
+# What budgetcheck's rewrite costs: the retry/success loop of the plain
+# budget, then of the budget as rewritten (outside a controlled run), each
+# beside the AWS SDK's quota in its own binary; and the exhaustive search on
+# the rewritten TokenBucket (BenchmarkExhaust skips without the rewrite).
+bench-instrumented:
+	$(GO) test -run '^$$' -bench 'RetrySuccess/(TokenBucket|AWSTokenRateLimit)$$' -cpu 1 -count 5 ./budget
+	$(GO) run ./cmd/budgetcheck -run '^$$' -bench 'RetrySuccess/(TokenBucket|AWSTokenRateLimit)$$|Exhaust' -cpu 1 -count 5 ./budget
 
 lint:
 	$(GO) vet ./...

@@ -1,0 +1,62 @@
+package budget_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/yield"
+)
+
+// The exhaustive search of the Linearizable check on the reference
+// TokenBucket as cmd/budgetcheck rewrites it: every schedule with at most
+// two preemptions of 2 goroutines × 3 operations at the last retries, each
+// history checked against the model. It reports the schedules a search
+// runs and how many it runs a second. It needs the rewritten code:
+//
+//	go run ./cmd/budgetcheck -run '^$' -bench Exhaust ./budget
+//
+// (make bench-instrumented runs it, with BenchmarkRetrySuccess on the
+// rewritten budget beside the AWS SDK's quota in the same binary).
+func BenchmarkExhaust(b *testing.B) {
+	if !yield.Instrumented() {
+		b.Skip("needs the budget rewritten: go run ./cmd/budgetcheck -run '^$' -bench Exhaust ./budget")
+	}
+	m := model.AWS()
+	s := linearizability.Scenario{
+		// 500 tokens, less 35 transient retries: 10 left, so that the
+		// goroutines' retries meet at the last one.
+		Before: slices.Repeat([]model.Op{model.OpRetry(model.Transient)}, 35),
+		Goroutines: [][]model.Op{
+			{model.OpRetry(model.Transient), model.OpSuccess(model.FirstAttempt), model.OpRetry(model.Throttled)},
+			{model.OpRetry(model.Transient), model.OpRetry(model.Transient), model.OpSuccess(model.Transient)},
+		},
+	}
+	newBudget := func(budget.Clock) budget.Budget {
+		tb, err := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return tb
+	}
+	b.ReportAllocs()
+	var schedules int
+	for b.Loop() {
+		rep, err := linearizability.Exhaust(context.Background(), s, newBudget, linearizability.DefaultPreemptionBound, 0,
+			func(h linearizability.History, _ yield.Report) bool {
+				if r := linearizability.Check(m, h, 0); r.Verdict != linearizability.Linearizable {
+					b.Fatalf("the reference TokenBucket: %v", r.Explain())
+				}
+				return false
+			})
+		if err != nil || !rep.Complete {
+			b.Fatalf("Exhaust = %+v, %v", rep, err)
+		}
+		schedules = rep.Schedules
+	}
+	b.ReportMetric(float64(schedules), "schedules/op")
+	b.ReportMetric(float64(schedules*b.N)/b.Elapsed().Seconds(), "schedules/s")
+}
