@@ -137,7 +137,7 @@ func awsLoop() stress.Loop {
 	}
 }
 
-// The SDK's retry loop through the thirteen loop checks. See the README for the
+// The SDK's retry loop through the thirteen loop checks. See docs/third-party.md for the
 // verdicts and why.
 func TestAWSRetryLoop(t *testing.T) {
 	skipUnderRace(t)
@@ -149,7 +149,7 @@ func TestAWSRetryLoop(t *testing.T) {
 		o := outcomes[c.Name]
 		t.Logf("%-28s %-5s %s", c.Name, o.Result, firstLine(o.Output))
 	}
-	// The verdicts we found and explain in the README. A change means the
+	// The verdicts we found and explain in docs/third-party.md. A change means the
 	// SDK (or a check) changed: look again before updating this list.
 	want := map[string]string{}
 	for _, c := range stress.LoopChecks() {
@@ -168,7 +168,7 @@ func TestAWSRetryLoop(t *testing.T) {
 }
 
 // awsExpected lists the checks the SDK's loop (v1.48.0) does not pass as it
-// stands, and why; the README has the longer story.
+// stands, and why; docs/third-party.md has the longer story.
 var awsExpected = map[string]string{
 	// The SDK has no limit on a call's elapsed time: only MaxAttempts.
 	"MaxElapsedEndsTheLoop": "skip",

@@ -25,6 +25,6 @@
 // (budget.ErrBudgetUnavailable) from a denial (budget.ErrDenied).
 //
 // A restart of Redis without persistence loses the budget: it starts again
-// full (a token bucket) or empty (a ratio). See the README for what that
+// full (a token bucket) or empty (a ratio). See docs/redis.md for what that
 // means and how to avoid it.
 package redisbudget
