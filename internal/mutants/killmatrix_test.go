@@ -106,13 +106,13 @@ func rows() []row {
 		var r row
 		switch {
 		case m.TokenBucket != nil:
-			r = bucketRow(m.Name, m.CaughtBy, m.Refill, m.TokenBucket)
+			r = bucketRow(m.Name, budgettest.Check(m.CaughtBy), m.Refill, m.TokenBucket)
 		case m.Ratio != nil:
-			r = ratioRow(m.Name, m.CaughtBy, m.Ratio)
+			r = ratioRow(m.Name, budgettest.Check(m.CaughtBy), m.Ratio)
 		case m.Throttle != nil:
-			r = throttleRow(m.Name, m.CaughtBy, m.Throttle)
+			r = throttleRow(m.Name, budgettest.Check(m.CaughtBy), m.Throttle)
 		case m.InFlight != nil:
-			r = inFlightRow(m.Name, m.CaughtBy, m.InFlight)
+			r = inFlightRow(m.Name, budgettest.Check(m.CaughtBy), m.InFlight)
 		default:
 			panic("mutant " + m.Name + " has no constructor")
 		}
@@ -282,4 +282,15 @@ func firstLines(s string, n int) string {
 		lines = append(lines[:n], "...")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Every mutant names, as the check that must catch it, a check the suite
+// has: the names are spelt in package mutants, which does not import the
+// suite.
+func TestCaughtByNamesACheck(t *testing.T) {
+	for _, m := range mutants.Budgets() {
+		if !slices.Contains(budgettest.Checks(), budgettest.Check(m.CaughtBy)) {
+			t.Errorf("%s: CaughtBy %q is none of budgettest.Checks() %q", m.Name, m.CaughtBy, budgettest.Checks())
+		}
+	}
 }
