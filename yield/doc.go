@@ -110,4 +110,21 @@
 //
 // A controlled pass proves only what it explored: no violation in the
 // schedules that were run.
+//
+// # Two audiences
+//
+// The scheduler's API is for a test harness: [Run], [Options], [Strategy]
+// ([PCT], [Walk], [Serial]), [Report], [Choice], [Step], [Site],
+// [Instrumented], and the few hooks a harness's own code calls to take part
+// in a run ([Tag], [PointAt], [Boundary], [Outside], [Mark]).
+//
+// Every other exported name is a hook that the rewrite of cmd/budgetcheck
+// calls in place of the operation it stands for, and no hand-written code
+// needs it: [P], [W], [Point], [M] and [Mutex], [RW] and [RWMutex], [O] and
+// [Once], [C] and [Cond], [WG] and [WaitGroup], [Go], [Send], [Recv],
+// [Recv2], [Range], [Select], [R], [S], [Case], [RecvCase], [SendCase],
+// [Close], [Gosched], [Spin], [Sleep] and [Sleeper]. Their signatures
+// follow what the rewrite needs (an expression keeps its shape), and they
+// may change with it; code that calls them by hand, as this module's
+// controltest budgets do, ties itself to the rewrite's version.
 package yield
