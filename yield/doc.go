@@ -116,11 +116,11 @@
 // The scheduler's API is for a test harness: [Run], [Options], [Strategy]
 // ([PCT], [Walk], [Serial]), [Report], [Choice], [Step], [Site],
 // [Instrumented], and the few hooks a harness's own code calls to take part
-// in a run ([Tag], [PointAt], [Boundary], [Outside], [Mark]).
+// in a run ([Tag], [PointAt], [Boundary], [Outside]).
 //
 // Every other exported name is a hook that the rewrite of cmd/budgetcheck
 // calls in place of the operation it stands for, and no hand-written code
-// needs it: [P], [W], [Point], [M] and [Mutex], [RW] and [RWMutex], [O] and
+// needs it: [Mark], [P], [W], [Point], [M] and [Mutex], [RW] and [RWMutex], [O] and
 // [Once], [C] and [Cond], [WG] and [WaitGroup], [Go], [Send], [Recv],
 // [Recv2], [Range], [Select], [R], [S], [Case], [RecvCase], [SendCase],
 // [Close], [Gosched], [Spin], [Sleep] and [Sleeper]. Their signatures
