@@ -68,7 +68,8 @@ bench:
 # the rewritten TokenBucket (BenchmarkExhaust skips without the rewrite).
 bench-instrumented:
 	$(GO) test -run '^$$' -bench 'RetrySuccess/(TokenBucket|AWSTokenRateLimit)$$' -cpu 1 -count 5 ./budget
-	$(GO) run ./cmd/budgetcheck -run '^$$' -bench 'RetrySuccess/(TokenBucket|AWSTokenRateLimit)$$|Exhaust' -cpu 1 -count 5 ./budget
+	$(GO) run ./cmd/budgetcheck -run '^$$' -bench 'RetrySuccess/(TokenBucket|AWSTokenRateLimit)$$' -cpu 1 -count 5 ./budget
+	$(GO) run ./cmd/budgetcheck -run '^$$' -bench Exhaust -count 5 ./linearizability -instrument ./budget
 
 lint:
 	$(GO) vet ./...

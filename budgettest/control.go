@@ -7,7 +7,6 @@ import (
 
 	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/linearizability"
-	"github.com/retrybudget/retrybudget/yield"
 )
 
 // controlled reports whether this process explores controlled schedules
@@ -18,14 +17,6 @@ func controlled() bool { return control.Controlled() }
 // inChild reports whether this process is a child that runs only the
 // controlled stage of a check: it then skips the free runs its parent made.
 func inChild() bool { return control.InChild() }
-
-// controlOptions returns the options of the k-th schedule explored for the
-// scenario of seed: about three yield points per operation, the one
-// between operations, and a load and an update inside most budgets.
-func controlOptions(s linearizability.Scenario, seed uint64, k int) *yield.Options {
-	o := control.Options(seed, k, 3*s.Len())
-	return &o
-}
 
 // replayScenario reads the -budgettest.replay flag: a scenario as JSON, or
 // a saved fixture holding one.
@@ -49,13 +40,4 @@ func replayScenario() (*linearizability.Scenario, error) {
 		return nil, fmt.Errorf("budgettest: -budgettest.replay: %w", err)
 	}
 	return &s, nil
-}
-
-// replayCommand is the flag that replays s, for a failure message.
-func replayCommand(s linearizability.Scenario) string {
-	js, err := json.Marshal(s)
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf("-budgettest.replay='%s'", js)
 }

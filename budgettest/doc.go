@@ -79,7 +79,7 @@
 // left, as much as the budget holds, time gone by; for an in-flight budget
 // the calls in flight at which one more allows one retry more) are run
 // under every schedule with at most linearizability.DefaultPreemptionBound
-// (2) preemptions, pruned by sleep sets (linearizability.Exhaust). A pass
+// (2) preemptions, pruned by sleep sets (see linearizability.Search). A pass
 // then means no violation in any schedule within that bound of those
 // scenarios; a scenario cut short by the stage's limits (5,000 schedules
 // each, 8 s in all) is logged as such. Steps inside a critical section are
@@ -95,7 +95,7 @@
 // printed with the goroutine, the call it was in, and the file:line,
 // function and source line where it was preempted and where it resumed,
 // with each call's answer and, where it differs, the model's
-// (linearizability.Interleaving). No -race is needed for it.
+// (linearizability.Search tells it). No -race is needed for it.
 //
 // This route was chosen over rewriting at compile time (-toolexec, which
 // every go test would have to be given) and over running go test again

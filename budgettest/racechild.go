@@ -123,3 +123,11 @@ func describeRaces(rs []raceReport) string {
 	fmt.Fprintf(&b, "the first report:\n%s", rs[0].text)
 	return b.String()
 }
+
+// plural spells n things: "1 data race", "3 data races".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}

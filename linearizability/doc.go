@@ -7,29 +7,34 @@
 // operations explains two concurrent retries both granted from a balance
 // that pays for one.
 //
-// The pieces:
+// [Search] is the one entry point: given a [Target] (a budget's factory,
+// its model, the shape of the scenarios), it looks for a violation and
+// returns a [Finding] that explains it. budgettest's Linearizable check is
+// one call of it, and so are the Redis budget's tests, whose histories a
+// [Target.Record] function makes over the network. Inside it:
 //
 //   - A [Scenario] says what to run: operations before the concurrent part,
 //     one operation list per goroutine, and the steps of a clock goroutine.
-//   - [Record] runs a scenario on a budget built on a [budget.ManualClock]:
-//     the goroutines start together at a barrier, every Advance of the clock
-//     is an operation of the same history, and calls and returns are stamped
-//     from one atomic counter.
-//   - [Check] searches for an order of the [History] that the model accepts.
-//     Its [Result] is Linearizable, a Violation (with the longest order that
-//     works, the operations that cannot come next and the model's state
-//     there), or Inconclusive when the search ran out of time, which is never
-//     a pass. A history may hold pending calls, whose outcome is unknown.
-//   - [Focus] narrows a violation to the operations around it, and
-//     [Minimize] shrinks a failing scenario, which rapid cannot do for a
-//     failure that reproduces only some of the time.
-//   - [Report] saves a violation as porcupine's HTML rendering and as a
-//     [Fixture], JSON that [LoadFixture] reads back and [Recheck] checks
-//     again against any model.
+//   - Under control (code rewritten by budgetcheck, see package yield),
+//     small scenarios at the model's edges run first under every schedule
+//     with at most [DefaultPreemptionBound] preemptions, then random ones
+//     under a few controlled schedules each; without control, runs are free.
+//   - [Check] searches for an order of each [History] that the model
+//     accepts. Its [Result] is Linearizable, a Violation (with the longest
+//     order that works, the operations that cannot come next and the
+//     model's state there), or Inconclusive when the search ran out of
+//     time, which is never a pass. A history may hold pending calls, whose
+//     outcome is unknown.
+//   - A violation is narrowed to the operations around it, shrunk to a
+//     smaller failing scenario (which rapid cannot do for a failure that
+//     reproduces only some of the time), its schedule cut to the fewest
+//     preemptions, and told in the budget's own lines.
+//   - It is saved as porcupine's HTML rendering and as a [Fixture], JSON
+//     that [LoadFixture] reads back and [Recheck] checks again against any
+//     model.
 //
-// See ExampleRecord and ExampleCheck. budgettest's Linearizable check is
-// these pieces put together; use it unless you record histories yourself (a
-// budget kept in a server, say). A linearizable history proves nothing
+// [Record] and [Check] stay public for a history recorded by hand: see
+// ExampleRecord and ExampleCheck. A linearizable history proves nothing
 // about the interleavings that did not happen: run many scenarios, under
 // -race, with more goroutines than cores.
 package linearizability

@@ -9,7 +9,7 @@ import (
 	"github.com/retrybudget/retrybudget/yield"
 )
 
-// DefaultPreemptionBound is the preemption bound of Exhaust when none is
+// DefaultPreemptionBound is the preemption bound of exhaust when none is
 // given: a bug that needs at most two preemptions (one goroutine stopped
 // inside a call while another completes several, and stopped once more)
 // is within it.
@@ -18,8 +18,8 @@ const DefaultPreemptionBound = 2
 // exhaustSpinLimit is the SpinLimit of Exhaust's runs.
 const exhaustSpinLimit = 1000
 
-// An ExhaustReport says how far an exhaustive exploration went.
-type ExhaustReport struct {
+// An exhaustReport says how far an exhaustive exploration went.
+type exhaustReport struct {
 	// Schedules is the number of controlled runs made, one per schedule.
 	Schedules int
 	// Bound is the preemption bound the schedules kept to.
@@ -40,7 +40,7 @@ type ExhaustReport struct {
 	Unguarded bool
 }
 
-// Exhaust records s under control once for every schedule with at most
+// exhaust records s under control once for every schedule with at most
 // bound preemptions (zero means DefaultPreemptionBound), and calls visit
 // with each run's history and report, until visit returns true, limit
 // runs have been made (zero means no limit), or the schedules run out.
@@ -69,12 +69,12 @@ type ExhaustReport struct {
 // say); its Schedule and Strategy are replaced. A run that falls back to
 // free running, or reaches its step bound, is visited and not branched
 // from; the report is then not Complete.
-func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget, bound, limit int,
-	visit func(History, yield.Report) (stop bool)) (ExhaustReport, error) {
+func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget, bound, limit int,
+	visit func(History, yield.Report) (stop bool)) (exhaustReport, error) {
 	if bound <= 0 {
 		bound = DefaultPreemptionBound
 	}
-	rep := ExhaustReport{Bound: bound, Complete: true}
+	rep := exhaustReport{Bound: bound, Complete: true}
 	var base yield.Options
 	if s.Control != nil {
 		base = *s.Control
@@ -127,7 +127,7 @@ func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 		o.Schedule = b.prefix()
 		c := s
 		c.Control = &o
-		h, r, err := RecordControlled(ctx, c, newBudget)
+		h, r, err := recordControlled(ctx, c, newBudget)
 		rep.Schedules++
 		if err != nil {
 			rep.Complete = false

@@ -15,7 +15,7 @@ import (
 	"github.com/retrybudget/retrybudget/yield"
 )
 
-// Interleaving replays s, a scenario with a controlled schedule
+// interleaving replays s, a scenario with a controlled schedule
 // (s.Control), once more with its steps traced, and tells how its
 // goroutines' calls met: a line for each call a goroutine began, ended or
 // was inside of between two switches, saying where in the budget's own
@@ -28,17 +28,17 @@ import (
 // The places come from the yield points of rewritten code (see package
 // yield), which a test binary built by budgetcheck or by budgettest's
 // controlled stage has; without them the story tells the calls' order
-// only. Interleaving returns an error if the replay does not follow the
+// only. interleaving returns an error if the replay does not follow the
 // schedule, or no longer violates the model: the story would not be the
 // failure's.
-func Interleaving[S any](ctx context.Context, m model.Model[S], s Scenario, newBudget func(budget.Clock) budget.Budget) (string, error) {
+func interleaving[S any](ctx context.Context, m model.Model[S], s Scenario, newBudget func(budget.Clock) budget.Budget) (string, error) {
 	if s.Control == nil {
-		return "", errors.New("linearizability: Interleaving of a scenario without a controlled schedule")
+		return "", errors.New("linearizability: interleaving of a scenario without a controlled schedule")
 	}
 	opt := *s.Control
 	opt.Trace = true
 	s.Control = &opt
-	h, rep, err := RecordControlled(ctx, s, newBudget)
+	h, rep, err := recordControlled(ctx, s, newBudget)
 	if err != nil {
 		return "", err
 	}

@@ -8,22 +8,22 @@ import (
 	"github.com/retrybudget/retrybudget/model"
 )
 
-// MinimizeReport says what Minimize did. Witness is what fails returned for
+// minimizeReport says what minimize did. Witness is what fails returned for
 // the last failing run of To.
-type MinimizeReport[W any] struct {
+type minimizeReport[W any] struct {
 	From, To Scenario
 	Witness  W
 	Runs     int           // scenario runs made, failing or not
 	Elapsed  time.Duration // time spent
 }
 
-// Minimize shrinks a failing scenario. fails runs a scenario once and
+// minimize shrinks a failing scenario. fails runs a scenario once and
 // reports whether it failed, with a witness of the failure (a Result, say);
 // a candidate counts as failing if any of up to tries runs fails. Minimize
 // stops dropping after limit (zero means no limit) and returns the smallest
 // scenario found by then.
 //
-// Minimize drops whole goroutines, then the clock, then chunks of each
+// minimize drops whole goroutines, then the clock, then chunks of each
 // operation list (halves, quarters, down to single operations), keeping
 // every drop after which the scenario still fails, until a full pass drops
 // nothing. It returns the smallest scenario it found and the witness of its
@@ -32,11 +32,11 @@ type MinimizeReport[W any] struct {
 // A concurrent failure reproduces only some of the time. A drop is kept only
 // when the smaller scenario really failed, so To always has a failure behind
 // it. A drop can be refused wrongly when the smaller scenario fails too
-// rarely to show within tries runs: start from a scenario of [Focus],
+// rarely to show within tries runs: start from a scenario of [focus],
 // which is small already, and give more tries.
-func Minimize[W any](s Scenario, tries int, limit time.Duration, fails func(Scenario) (W, bool)) MinimizeReport[W] {
+func minimize[W any](s Scenario, tries int, limit time.Duration, fails func(Scenario) (W, bool)) minimizeReport[W] {
 	start := time.Now()
-	rep := MinimizeReport[W]{From: s}
+	rep := minimizeReport[W]{From: s}
 	first := true
 	try := func(c Scenario) bool {
 		if !first && limit > 0 && time.Since(start) > limit {
@@ -183,7 +183,7 @@ func clone(s Scenario) Scenario {
 	return c
 }
 
-// Focus builds, from a violation r found by running s, small scenarios
+// focus builds, from a violation r found by running s, small scenarios
 // that are likely to fail the same way, the most promising first. Each
 // keeps the operations that overlap in time with the calls the model cannot
 // accept next (the stuck ones whose answer it disputes), each on its own
@@ -194,9 +194,9 @@ func clone(s Scenario) Scenario {
 // overlap: the likeliest to meet again. Before is found from the model
 // alone, by a bounded breadth-first search and otherwise by dropping
 // operations of the accepted order while the state it reaches stays the
-// same, so Focus is deterministic. It returns nothing when r is not a
+// same, so focus is deterministic. It returns nothing when r is not a
 // violation or its history has pending calls.
-func Focus[S any](r Result[S], s Scenario) []Scenario {
+func focus[S any](r Result[S], s Scenario) []Scenario {
 	if r.Verdict != Violation || len(r.Stuck) == 0 {
 		return nil
 	}

@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// Report saves a violation for a human: porcupine's HTML rendering, headed
+// report saves a violation for a human: porcupine's HTML rendering, headed
 // by the budget, the model and the rule that f names, and f itself with the
 // history (and the scenario, if f has one) as JSON, both in t.ArtifactDir().
 // It fills f's model and verdict from r. It logs nothing and returns the
 // paths, and a note for the failure message: where the files are, or that
 // go test deletes them unless run with -artifacts.
-func Report[S any](t testing.TB, r Result[S], f Fixture) (htmlPath, jsonPath, note string) {
+func report[S any](t testing.TB, r Result[S], f Fixture) (htmlPath, jsonPath, note string) {
 	t.Helper()
 	dir := t.ArtifactDir()
 	base := sanitize(f.Name)

@@ -43,7 +43,7 @@ type Scenario struct {
 	// call up to its CallEnd, so that nothing ends that never started.
 	// Before holds only the Requests and Retries of calls it leaves open;
 	// a goroutine's list may begin by continuing one of those calls, with
-	// a Retry. Minimize keeps every list well-formed (harness.WellFormed).
+	// a Retry. minimize keeps every list well-formed (harness.WellFormed).
 	Structured bool `json:"structured,omitempty"`
 	// Control, if set, runs the goroutines one at a time under the
 	// controlled scheduler of package yield, with these options: with
@@ -153,14 +153,14 @@ var ErrTimeout = errors.New("linearizability: the run did not finish; a goroutin
 // returns ErrTimeout joined with ctx's error; the stuck goroutines are left
 // behind, since nothing can stop them.
 func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, error) {
-	h, _, err := RecordControlled(ctx, s, newBudget)
+	h, _, err := recordControlled(ctx, s, newBudget)
 	return h, err
 }
 
-// RecordControlled is Record that also returns, for a scenario with
+// recordControlled is Record that also returns, for a scenario with
 // Control set, the report of the controlled run: the schedule that
 // replays it, and whether it fell back to free running.
-func RecordControlled(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, yield.Report, error) {
+func recordControlled(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, yield.Report, error) {
 	if err := s.validate(); err != nil {
 		return nil, yield.Report{}, err
 	}

@@ -3,7 +3,6 @@ package redisbudget_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -323,62 +322,54 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	}
 }
 
-// checkScenarios records n scenarios with rec, alternating a token bucket
-// and a ratio, checks each history against its model, and fails the test
-// for each violation and for any inconclusive check. It returns how many
-// calls were recorded as pending.
+// checkScenarios records n scenarios with rec, the first, third, ... on
+// a token bucket and the others on a ratio, through linearizability.Search,
+// and fails the test for a violation (the first of each budget, explained)
+// and for an inconclusive check. It returns how many calls were recorded
+// as pending.
 func checkScenarios(t *testing.T, fault string, n int, rec func(linearizability.Scenario, func(redisbudget.Config) (netBudget, error)) linearizability.History) (pending int) {
 	t.Helper()
-	var linearizable, violations, inconclusive int
-	for seed := range uint64(n) {
-		var verdict linearizability.Verdict
-		var explain string
-		var hist linearizability.History
-		name := fmt.Sprintf("%s-seed%d", fault, seed)
-		if seed%2 == 0 {
-			tm := seqcheck.TokenBucketTiming(netBucket)
-			tm.Forward = true
-			sc := scenario(seed+1, 5, tm)
-			hist = rec(sc, func(c redisbudget.Config) (netBudget, error) { return tokenBucketClient(netBucket, c) })
-			r := linearizability.Check(netBucket, hist, 60*time.Second)
-			verdict, explain = r.Verdict, r.Explain()
-			if verdict == linearizability.Violation {
-				_, _, note := linearizability.Report(t, r, linearizability.Fixture{Name: name, Budget: "redisbudget.TokenBucket", Scenario: &sc})
-				explain += note
+	var scenarios int
+	record := func(newClient func(redisbudget.Config) (netBudget, error)) func(linearizability.Scenario) (linearizability.History, error) {
+		return func(sc linearizability.Scenario) (linearizability.History, error) {
+			scenarios++
+			h := rec(sc, newClient)
+			for _, o := range h {
+				if o.Pending {
+					pending++
+				}
 			}
-		} else {
-			tm := seqcheck.RatioTiming(netRatio)
-			tm.Forward = true
-			sc := scenario(seed+1, 5, tm)
-			hist = rec(sc, func(c redisbudget.Config) (netBudget, error) { return ratioClient(netRatio, c) })
-			r := linearizability.Check(netRatio, hist, 60*time.Second)
-			verdict, explain = r.Verdict, r.Explain()
-			if verdict == linearizability.Violation {
-				_, _, note := linearizability.Report(t, r, linearizability.Fixture{Name: name, Budget: "redisbudget.Ratio", Scenario: &sc})
-				explain += note
-			}
-		}
-		for _, o := range hist {
-			if o.Pending {
-				pending++
-			}
-		}
-		switch verdict {
-		case linearizability.Linearizable:
-			linearizable++
-		case linearizability.Inconclusive:
-			inconclusive++
-			t.Logf("seed %d: %s", seed, explain)
-		default:
-			violations++
-			t.Errorf("seed %d: not linearizable:\n%s", seed, explain)
+			return h, nil
 		}
 	}
-	t.Logf("fault %q: %d scenarios, %d linearizable, %d violations, %d inconclusive (not passes); %d pending calls recorded",
-		fault, n, linearizable, violations, inconclusive, pending)
-	if inconclusive > 0 {
-		t.Errorf("%d of %d scenarios were inconclusive: they prove nothing", inconclusive, n)
+	found := func(f *linearizability.Finding, err error) {
+		t.Helper()
+		switch {
+		case err != nil:
+			t.Errorf("%v", err)
+		case f != nil && f.Verdict == linearizability.Inconclusive:
+			t.Errorf("inconclusive, which proves nothing: %s", f.Detail)
+		case f != nil:
+			t.Errorf("not linearizable:\n%s", f.Detail)
+		}
 	}
+	bucketTiming, ratioTiming := seqcheck.TokenBucketTiming(netBucket), seqcheck.RatioTiming(netRatio)
+	bucketTiming.Forward, ratioTiming.Forward = true, true
+	if k := (n + 1) / 2; k > 0 {
+		found(linearizability.Search(t, linearizability.Target[model.TokenBucketState]{
+			Name: "TokenBucket-" + fault, Model: netBucket, Scenarios: k, Timeout: 60 * time.Second,
+			Draw:   func(seed uint64) linearizability.Scenario { return scenario(2*seed-1, 5, bucketTiming) },
+			Record: record(func(c redisbudget.Config) (netBudget, error) { return tokenBucketClient(netBucket, c) }),
+		}))
+	}
+	if k := n / 2; k > 0 {
+		found(linearizability.Search(t, linearizability.Target[model.RatioState]{
+			Name: "Ratio-" + fault, Model: netRatio, Scenarios: k, Timeout: 60 * time.Second,
+			Draw:   func(seed uint64) linearizability.Scenario { return scenario(2*seed, 5, ratioTiming) },
+			Record: record(func(c redisbudget.Config) (netBudget, error) { return ratioClient(netRatio, c) }),
+		}))
+	}
+	t.Logf("fault %q: %d scenarios recorded; %d pending calls", fault, scenarios, pending)
 	return pending
 }
 

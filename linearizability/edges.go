@@ -1,4 +1,4 @@
-package budgettest
+package linearizability
 
 import (
 	"cmp"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/harness"
-	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 	"github.com/retrybudget/retrybudget/yield"
 )
@@ -19,8 +18,8 @@ import (
 // walk) give no bound: a pass says nothing of the schedules not tried. So
 // under control, before them, small scenarios that meet at the budget's
 // edges are run under every schedule with at most
-// linearizability.DefaultPreemptionBound preemptions
-// (linearizability.Exhaust). A pass of the stage then means: no violation
+// DefaultPreemptionBound preemptions
+// (Exhaust). A pass of the stage then means: no violation
 // in any schedule, with at most that many preemptions, of these scenarios.
 
 // exhaustLimit bounds the schedules of one scenario of the exhaustive
@@ -49,8 +48,8 @@ const maxProbe = 12
 // the calls in flight at which one call more would grant one retry more,
 // with every retry those calls allow in flight. Each scenario is named
 // for the edge it explores.
-func (sub Subject[S]) exhaustScenarios() []namedScenario {
-	m := sub.Model
+func (se *searcher[S]) exhaustScenarios() []namedScenario {
+	m := se.tg.Model
 	t, th, f := model.Transient, model.Throttled, model.FirstAttempt
 	retry, success := model.OpRetry, model.OpSuccess
 	var out []namedScenario
@@ -62,7 +61,7 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			before := repeat(model.OpRequest, calls)
 			before = append(before, repeat(retry(t), left)...)
 			out = append(out, namedScenario{fmt.Sprintf("%d calls and %d retries in flight, one retry left: two retries race for it", calls, left),
-				linearizability.Scenario{Before: before, Goroutines: [][]model.Op{{retry(t)}, {retry(th)}}, Structured: true}})
+				Scenario{Before: before, Goroutines: [][]model.Op{{retry(t)}, {retry(th)}}, Structured: true}})
 		}
 		calls, retries, ok := inFlightEdge(m)
 		if !ok {
@@ -85,7 +84,7 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			// after both).
 			one := append(repeat(model.OpRequest, calls), repeat(retry(t), retries-1)...)
 			out = append(out, namedScenario{fmt.Sprintf("%d calls and %d retries in flight, one retry left, where one call more allows one retry more: a retry against a call that starts and retries", calls, retries-1),
-				linearizability.Scenario{Before: one, Goroutines: [][]model.Op{{retry(t)}, {model.OpRequest, model.OpAttemptEnd(f), retry(th)}}, Structured: true}})
+				Scenario{Before: one, Goroutines: [][]model.Op{{retry(t)}, {model.OpRequest, model.OpAttemptEnd(f), retry(th)}}, Structured: true}})
 		}
 		if retries > 0 && inFlightAllowed(m, calls+1) > retries {
 			// One call more, and two retries left: a retry takes one and
@@ -96,7 +95,7 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			// seqlock whose version moves only after them), deny it.
 			up := append(repeat(model.OpRequest, calls+1), repeat(retry(t), retries-1)...)
 			out = append(out, namedScenario{fmt.Sprintf("%d calls and %d retries in flight, two retries left: a retry's attempt ends as another retry asks", calls+1, retries-1),
-				linearizability.Scenario{Before: up, Goroutines: [][]model.Op{{retry(t), model.OpAttemptEnd(t), model.OpCallEnd}, {retry(th)}}, Structured: true}})
+				Scenario{Before: up, Goroutines: [][]model.Op{{retry(t), model.OpAttemptEnd(t), model.OpCallEnd}, {retry(th)}}, Structured: true}})
 		}
 		// A continues an open call with a retry. B ends another open call
 		// and starts one: the calls in flight never pass the edge, though
@@ -113,18 +112,18 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			// asks at the edge: a count of calls that the two update at
 			// once, one of them outside the lock, keeps one update only,
 			// and the retry is answered from the count it kept.
-			namedScenario{name + ": a call starts as one ends, then retries", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{{model.OpRequest, model.OpAttemptEnd(f), retry(t)}, {model.OpCallEnd}}, Structured: true}},
-			namedScenario{name + ": a retry against a call ending and one starting", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, b}, Structured: true}},
-			namedScenario{name + ": two retries against a call ending and one starting", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{a, c}, Structured: true}},
+			namedScenario{name + ": a call starts as one ends, then retries", Scenario{Before: before, Goroutines: [][]model.Op{{model.OpRequest, model.OpAttemptEnd(f), retry(t)}, {model.OpCallEnd}}, Structured: true}},
+			namedScenario{name + ": a retry against a call ending and one starting", Scenario{Before: before, Goroutines: [][]model.Op{a, b}, Structured: true}},
+			namedScenario{name + ": two retries against a call ending and one starting", Scenario{Before: before, Goroutines: [][]model.Op{a, c}, Structured: true}},
 			// The call first: the first goroutine runs on from the
 			// prefix, so a call that opens a slot before two retries
 			// race for it costs no preemption. The retries' attempts
 			// left open: two retries granted where the call opened one
 			// slot stay in flight together without a preemption to hold
 			// the first's end back.
-			namedScenario{name + ": a call, and two retries left in flight", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{d, {retry(t)}, {retry(th)}}, Structured: true}},
+			namedScenario{name + ": a call, and two retries left in flight", Scenario{Before: before, Goroutines: [][]model.Op{d, {retry(t)}, {retry(th)}}, Structured: true}},
 			// The same, each retry's call run to its end.
-			namedScenario{name + ": a call, and two retries", linearizability.Scenario{Before: before, Goroutines: [][]model.Op{d, a, a}, Structured: true}},
+			namedScenario{name + ": a call, and two retries", Scenario{Before: before, Goroutines: [][]model.Op{d, a, a}, Structured: true}},
 		)
 		return out
 	}
@@ -155,18 +154,18 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 		probe := repeat(retry(t), min(grants+1, maxProbe))
 		if len(w.ops) == 0 {
 			// A budget's first calls: state made on first use.
-			out = append(out, namedScenario{"new, the first calls, then asks to the first denial", linearizability.Scenario{
+			out = append(out, namedScenario{"new, the first calls, then asks to the first denial", Scenario{
 				Goroutines: [][]model.Op{{retry(t)}, probe}}})
 		}
 		out = append(out,
-			namedScenario{at("as much as it holds: a credit races asks that go on to the first denial"), linearizability.Scenario{Before: w.ops,
+			namedScenario{at("as much as it holds: a credit races asks that go on to the first denial"), Scenario{Before: w.ops,
 				Goroutines: [][]model.Op{{success(f)}, probe}}})
 		if below, credit, n, ok := creditEdge(m, w.ops, grants); ok {
 			// Below capacity, where the credit counts: it adds a grant,
 			// so a credit lost to a concurrent ask (a compare-and-swap
 			// tried once, a load-add-store) shows at the first denial.
 			out = append(out, namedScenario{at(fmt.Sprintf("below capacity, where a %v adds a grant: it races a credit and asks that go on to the first denial", credit)),
-				linearizability.Scenario{Before: below, Goroutines: [][]model.Op{{credit}, append([]model.Op{success(f)}, repeat(retry(t), n)...)}}})
+				Scenario{Before: below, Goroutines: [][]model.Op{{credit}, append([]model.Op{success(f)}, repeat(retry(t), n)...)}}})
 		}
 		if before, n, ok := requestEdge(m, w.ops); ok {
 			// Where the second of two requests raises the allowance:
@@ -174,7 +173,7 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			// cached from the requests and stored after the unlock,
 			// stale, takes the new room away).
 			out = append(out, namedScenario{at("one request from a higher allowance: two requests race, then asks go to the first denial"),
-				linearizability.Scenario{Before: before, Goroutines: [][]model.Op{{model.OpRequest}, append([]model.Op{model.OpRequest}, repeat(retry(t), n)...)}}})
+				Scenario{Before: before, Goroutines: [][]model.Op{{model.OpRequest}, append([]model.Op{model.OpRequest}, repeat(retry(t), n)...)}}})
 		}
 		if before, ok := raiseEdge(m, w.ops); ok {
 			// One retry left, where one request more allows one retry
@@ -182,14 +181,14 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			// request and takes the room it made (a limit computed
 			// before a compare-and-swap loop goes stale only after both).
 			out = append(out, namedScenario{at("one retry left, one request from a higher allowance: a retry against a request and the retry it allows"),
-				linearizability.Scenario{Before: before, Goroutines: [][]model.Op{{retry(t)}, {model.OpRequest, retry(th)}}}})
+				Scenario{Before: before, Goroutines: [][]model.Op{{retry(t)}, {model.OpRequest, retry(th)}}}})
 		}
 		if last, ok := lastOfAll(m, w.ops); ok {
 			// The retry that leaves nothing for any kind: it races a
 			// refund and a retry that the refund pays for (an "empty"
 			// flag stored after the unlock, stale, denies it).
 			out = append(out, namedScenario{at("the retry that leaves none of any kind races a refund and a retry"),
-				linearizability.Scenario{Before: last, Goroutines: [][]model.Op{{retry(t)}, {success(t), retry(t)}}}})
+				Scenario{Before: last, Goroutines: [][]model.Op{{retry(t)}, {success(t), retry(t)}}}})
 		}
 		if below, n, ok := fullEdge(m, w.ops); ok {
 			// One credit from full: a credit that fills the budget races
@@ -197,16 +196,16 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			// "full" flag stored after the unlock, stale, drops the
 			// second credit; a cache of the count likewise).
 			out = append(out, namedScenario{at("one credit from full: a credit that fills it races a retry, a credit and asks to the first denial"),
-				linearizability.Scenario{Before: below, Goroutines: [][]model.Op{{success(f)}, append([]model.Op{retry(t), success(f)}, repeat(retry(t), n)...)}}})
+				Scenario{Before: below, Goroutines: [][]model.Op{{success(f)}, append([]model.Op{retry(t), success(f)}, repeat(retry(t), n)...)}}})
 		}
 		out = append(out,
-			namedScenario{at("the last retry: two goroutines each ask twice"), linearizability.Scenario{Before: last,
+			namedScenario{at("the last retry: two goroutines each ask twice"), Scenario{Before: last,
 				Goroutines: [][]model.Op{{retry(t), retry(t)}, {retry(th), success(t)}}}},
-			namedScenario{at("the last retry: one asks while the other completes four calls"), linearizability.Scenario{Before: last,
+			namedScenario{at("the last retry: one asks while the other completes four calls"), Scenario{Before: last,
 				Goroutines: [][]model.Op{{retry(t)}, {success(f), retry(t), success(t), retry(th)}}}},
-			namedScenario{at("the last retry: three goroutines"), linearizability.Scenario{Before: last,
+			namedScenario{at("the last retry: three goroutines"), Scenario{Before: last,
 				Goroutines: [][]model.Op{{retry(th)}, {retry(t)}, {success(f), model.OpRequest}}}},
-			namedScenario{at("no retry left: refunds and credits race the asks"), linearizability.Scenario{Before: empty,
+			namedScenario{at("no retry left: refunds and credits race the asks"), Scenario{Before: empty,
 				Goroutines: [][]model.Op{{success(f), retry(t)}, {retry(t), success(t)}}}},
 		)
 		if credit, ok := payingCredit(m, empty); ok {
@@ -214,27 +213,27 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 			// credit that pays for one and asks for it (a charge taken
 			// first and undone when it overdraws holds the balance below
 			// what it is, for as long as it is not undone).
-			out = append(out, namedScenario{at(fmt.Sprintf("no retry left: a retry against a %v and the retry it pays for", credit)), linearizability.Scenario{Before: empty,
+			out = append(out, namedScenario{at(fmt.Sprintf("no retry left: a retry against a %v and the retry it pays for", credit)), Scenario{Before: empty,
 				Goroutines: [][]model.Op{{retry(t)}, {credit, retry(t)}}}})
 		}
-		if sub.Scale > 0 && !sub.WallClock {
-			horizon := sub.Horizon
+		if se.tg.Scale > 0 && !se.tg.WallClock {
+			horizon := se.tg.Horizon
 			if horizon <= 0 {
-				horizon = 100 * sub.Scale
+				horizon = 100 * se.tg.Scale
 			}
-			due := append(append([]model.Op(nil), empty...), model.OpAdvance(horizon/2+sub.Scale/2))
+			due := append(append([]model.Op(nil), empty...), model.OpAdvance(horizon/2+se.tg.Scale/2))
 			out = append(out,
-				namedScenario{at("the last retry while the clock moves"), linearizability.Scenario{Before: last,
-					Goroutines: [][]model.Op{{retry(t), retry(t)}, {model.OpRequest, retry(th)}}, Clock: []time.Duration{sub.Scale}}},
-				namedScenario{at("no retry left and time gone by: a credit races the asks"), linearizability.Scenario{Before: due,
+				namedScenario{at("the last retry while the clock moves"), Scenario{Before: last,
+					Goroutines: [][]model.Op{{retry(t), retry(t)}, {model.OpRequest, retry(th)}}, Clock: []time.Duration{se.tg.Scale}}},
+				namedScenario{at("no retry left and time gone by: a credit races the asks"), Scenario{Before: due,
 					Goroutines: [][]model.Op{{success(f), success(t)}, {retry(t), retry(th)}}}},
 				// A whole window gone by: the first call to see it
 				// slides the window, and a retry reads beside it (a
 				// snapshot of the window published under a version
 				// counter, read half written, still holds the old
 				// retries).
-				namedScenario{at("no retry left and a whole horizon gone by: a request races a retry"), linearizability.Scenario{
-					Before:     append(append([]model.Op(nil), empty...), model.OpAdvance(horizon+sub.Scale)),
+				namedScenario{at("no retry left and a whole horizon gone by: a request races a retry"), Scenario{
+					Before:     append(append([]model.Op(nil), empty...), model.OpAdvance(horizon+se.tg.Scale)),
 					Goroutines: [][]model.Op{{model.OpRequest}, {retry(t)}}}},
 			)
 		}
@@ -244,7 +243,7 @@ func (sub Subject[S]) exhaustScenarios() []namedScenario {
 
 type namedScenario struct {
 	name string
-	s    linearizability.Scenario
+	s    Scenario
 }
 
 func repeat(op model.Op, n int) []model.Op {
@@ -485,15 +484,15 @@ func inFlightEdge[S any](m model.Model[S]) (calls, retries int, ok bool) {
 // exhaustStage runs the exhaustive stage, and returns the first violation
 // with the scenario and schedule that give it, or nil; it logs the
 // schedules each scenario needed.
-func (sub Subject[S]) exhaustStage(t *testing.T) (*linearizability.Result[S], linearizability.Scenario, string, error) {
+func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string, *Finding, error) {
 	var total int
 	var short []string
 	start := time.Now()
-	scenarios := sub.exhaustScenarios()
+	scenarios := se.exhaustScenarios()
 	// The smallest first: the schedules grow with the goroutines and the
 	// calls, and the stage's count of them is spent on the small
 	// scenarios, where a bug's witness is shortest, before the large.
-	size := func(s linearizability.Scenario) (int, int) {
+	size := func(s Scenario) (int, int) {
 		g, ops := len(s.Goroutines), 0
 		if len(s.Clock) > 0 {
 			g++
@@ -518,17 +517,17 @@ func (sub Subject[S]) exhaustStage(t *testing.T) (*linearizability.Result[S], li
 			continue
 		}
 		s := ns.s
-		s.WallClock = sub.WallClock
-		var viol *linearizability.Result[S]
-		var failing linearizability.Scenario
-		var trialErr error
-		rep, err := linearizability.Exhaust(context.Background(), s, sub.harness(t).New, 0, min(exhaustLimit, exhaustTotal-total), func(h linearizability.History, r yield.Report) bool {
-			res := linearizability.Check(sub.Model, h, linTimeout)
-			if res.Verdict == linearizability.Linearizable {
+		s.WallClock = se.tg.WallClock
+		var viol *Result[S]
+		var failing Scenario
+		var inconclusive *Finding
+		rep, err := exhaust(context.Background(), s, se.harness(t).New, 0, min(exhaustLimit, exhaustTotal-total), func(h History, r yield.Report) bool {
+			res := Check(se.tg.Model, h, se.timeout())
+			if res.Verdict == Linearizable {
 				return false
 			}
-			if res.Verdict == linearizability.Inconclusive {
-				trialErr = fail(ruleConclusive, "%s: the exhaustive stage, %s: %s", sub.name(), ns.name, res.Explain())
+			if res.Verdict == Inconclusive {
+				inconclusive = &Finding{Verdict: Inconclusive, Detail: fmt.Sprintf("%s: the exhaustive stage, %s: %s", se.name(), ns.name, res.Explain())}
 				return true
 			}
 			o := r.Options
@@ -538,29 +537,26 @@ func (sub Subject[S]) exhaustStage(t *testing.T) (*linearizability.Result[S], li
 			return true
 		})
 		total += rep.Schedules
-		if err != nil {
-			return nil, s, "", err
-		}
-		if trialErr != nil {
-			return nil, s, "", trialErr
+		if err != nil || inconclusive != nil {
+			return nil, s, "", inconclusive, err
 		}
 		what := fmt.Sprintf("the exhaustive stage (every schedule with at most %d preemptions), scenario %q: %d schedules", rep.Bound, ns.name, rep.Schedules)
 		if rep.Unguarded {
 			what += " (a store outside any lock was seen, so no step inside a critical section was taken to commute with another)"
 		}
 		if viol != nil {
-			return viol, failing, what + ", the last of them failing", nil
+			return viol, failing, what + ", the last of them failing", nil, nil
 		}
 		if !rep.Complete {
 			short = append(short, fmt.Sprintf("%q (cut short after %d schedules; %d runs diverged)", ns.name, rep.Schedules, rep.Diverged))
 		}
-		t.Logf("%s: %s", sub.name(), what)
+		t.Logf("%s: %s", se.name(), what)
 	}
-	t.Logf("%s: the exhaustive stage ran %d schedules in %v", sub.name(), total, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s: the exhaustive stage ran %d schedules in %v", se.name(), total, time.Since(start).Round(time.Millisecond))
 	if len(short) > 0 {
 		// Not a failure: the random schedules before it ran too. But a
 		// pass then says less, and the log says so.
-		t.Logf("%s: the exhaustive stage did not run every schedule within its bound of: %s", sub.name(), strings.Join(short, "; "))
+		t.Logf("%s: the exhaustive stage did not run every schedule within its bound of: %s", se.name(), strings.Join(short, "; "))
 	}
-	return nil, linearizability.Scenario{}, "", nil
+	return nil, Scenario{}, "", nil, nil
 }

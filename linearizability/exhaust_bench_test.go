@@ -1,4 +1,4 @@
-package budget_test
+package linearizability
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/retrybudget/retrybudget/budget"
-	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 	"github.com/retrybudget/retrybudget/yield"
 )
@@ -17,16 +16,16 @@ import (
 // history checked against the model. It reports the schedules a search
 // runs and how many it runs a second. It needs the rewritten code:
 //
-//	go run ./cmd/budgetcheck -run '^$' -bench Exhaust ./budget
+//	go run ./cmd/budgetcheck -run '^$' -bench Exhaust ./linearizability -instrument ./budget
 //
-// (make bench-instrumented runs it, with BenchmarkRetrySuccess on the
+// (make bench-instrumented runs it, after BenchmarkRetrySuccess on the
 // rewritten budget beside the AWS SDK's quota in the same binary).
 func BenchmarkExhaust(b *testing.B) {
 	if !yield.Instrumented() {
-		b.Skip("needs the budget rewritten: go run ./cmd/budgetcheck -run '^$' -bench Exhaust ./budget")
+		b.Skip("needs the budget rewritten: go run ./cmd/budgetcheck -run '^$' -bench Exhaust ./linearizability -instrument ./budget")
 	}
 	m := model.AWS()
-	s := linearizability.Scenario{
+	s := Scenario{
 		// 500 tokens, less 35 transient retries: 10 left, so that the
 		// goroutines' retries meet at the last one.
 		Before: slices.Repeat([]model.Op{model.OpRetry(model.Transient)}, 35),
@@ -45,15 +44,15 @@ func BenchmarkExhaust(b *testing.B) {
 	b.ReportAllocs()
 	var schedules int
 	for b.Loop() {
-		rep, err := linearizability.Exhaust(context.Background(), s, newBudget, linearizability.DefaultPreemptionBound, 0,
-			func(h linearizability.History, _ yield.Report) bool {
-				if r := linearizability.Check(m, h, 0); r.Verdict != linearizability.Linearizable {
+		rep, err := exhaust(context.Background(), s, newBudget, DefaultPreemptionBound, 0,
+			func(h History, _ yield.Report) bool {
+				if r := Check(m, h, 0); r.Verdict != Linearizable {
 					b.Fatalf("the reference TokenBucket: %v", r.Explain())
 				}
 				return false
 			})
 		if err != nil || !rep.Complete {
-			b.Fatalf("Exhaust = %+v, %v", rep, err)
+			b.Fatalf("exhaust = %+v, %v", rep, err)
 		}
 		schedules = rep.Schedules
 	}

@@ -1,18 +1,17 @@
-package budgettest
+package linearizability
 
 import (
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 )
 
 // scenarioOf is a scenario of n retries on one goroutine: scenarios that
 // narrow tells apart by their length.
-func scenarioOf(n int) linearizability.Scenario {
-	return linearizability.Scenario{Goroutines: [][]model.Op{slices.Repeat([]model.Op{model.OpRetry(model.Transient)}, n)}}
+func scenarioOf(n int) Scenario {
+	return Scenario{Goroutines: [][]model.Op{slices.Repeat([]model.Op{model.OpRetry(model.Transient)}, n)}}
 }
 
 // fakeElapsed is a clock that moves by step every time it is read.
@@ -30,12 +29,12 @@ func fakeElapsed(step time.Duration) func() time.Duration {
 func TestNarrowTriesFirstThreeTimesThenLast(t *testing.T) {
 	first, mid, last, orig := scenarioOf(1), scenarioOf(2), scenarioOf(3), scenarioOf(9)
 	var tried []int
-	witness := linearizability.Result[model.TokenBucketState]{Verdict: linearizability.Violation, Elapsed: time.Millisecond}
-	fails := func(c linearizability.Scenario) (linearizability.Result[model.TokenBucketState], bool) {
+	witness := Result[model.TokenBucketState]{Verdict: Violation, Elapsed: time.Millisecond}
+	fails := func(c Scenario) (Result[model.TokenBucketState], bool) {
 		tried = append(tried, c.Len())
 		return witness, c.Len() == last.Len() && len(tried) > 4
 	}
-	got, w := narrow([]linearizability.Scenario{first, mid, last}, orig, linearizability.Result[model.TokenBucketState]{}, time.Hour, fakeElapsed(time.Millisecond), fails)
+	got, w := narrow([]Scenario{first, mid, last}, orig, Result[model.TokenBucketState]{}, time.Hour, fakeElapsed(time.Millisecond), fails)
 	if want := []int{1, 1, 1, 3, 1, 1, 1, 3}; !slices.Equal(tried, want) {
 		t.Errorf("tried scenarios of lengths %v, want %v", tried, want)
 	}
@@ -48,14 +47,14 @@ func TestNarrowTriesFirstThreeTimesThenLast(t *testing.T) {
 // given; with nothing focused it runs nothing.
 func TestNarrowStopsInTime(t *testing.T) {
 	orig := scenarioOf(9)
-	res := linearizability.Result[model.TokenBucketState]{Verdict: linearizability.Violation, Elapsed: 7}
+	res := Result[model.TokenBucketState]{Verdict: Violation, Elapsed: 7}
 	runs := 0
-	never := func(linearizability.Scenario) (linearizability.Result[model.TokenBucketState], bool) {
+	never := func(Scenario) (Result[model.TokenBucketState], bool) {
 		runs++
-		return linearizability.Result[model.TokenBucketState]{}, false
+		return Result[model.TokenBucketState]{}, false
 	}
 	// The clock reads 0, 1, 2, ... ms: reads below 75 ms allow a run.
-	got, w := narrow([]linearizability.Scenario{scenarioOf(1)}, orig, res, 75*time.Millisecond, fakeElapsed(time.Millisecond), never)
+	got, w := narrow([]Scenario{scenarioOf(1)}, orig, res, 75*time.Millisecond, fakeElapsed(time.Millisecond), never)
 	if runs != 75 {
 		t.Errorf("%d runs in 75 ms at 1 ms a run, want 75", runs)
 	}
