@@ -31,7 +31,7 @@ type Subject[S any] struct {
 	New  Factory
 	// Model is the sequential specification: one of the model package's,
 	// with the parameters the budget is built with, or your own. A model
-	// that implements model.Validator is validated; model.Balancer makes
+	// that implements model.Validator is validated; model.Balanced makes
 	// the sequential checks compare Available() with the model's balance;
 	// model.Starter lets the Edges check start the budget at any instant.
 	Model model.Model[S]
@@ -95,7 +95,7 @@ func Checks() []Check {
 //   - Sequential: a rapid state machine applies random operations, bursts of
 //     one operation and trickles of small clock steps to the budget and to
 //     the model, and fails on the first answer (or balance, when the model
-//     is a model.Balancer and the budget has Available() float64) that
+//     is a model.Balanced and the budget has Available() float64) that
 //     differs, shrunk to a short sequence. Then long runs (4 of 100,000
 //     operations, 2 under -race) compare every answer and balance too:
 //     phases of random mixes and of calls with a share of retries from none
@@ -285,10 +285,35 @@ func VerifyCheck[S any](t *testing.T, sub Subject[S], c Check) error {
 // IgnoringOpEndsTheCall, EveryStartEnds) then run again in the
 // instrumented child binary, under controlled schedules, when they passed
 // freely (see "Controlled schedules on plain go test" in the package doc).
-// See stress.CheckLoop.
+// A broken promise fails its subtest, and so does a child that died during
+// the check; a check l.Skip names is skipped with the reason given. Typical
+// usage:
+//
+//	func TestMyRetryLoop(t *testing.T) {
+//		budgettest.RunLoop(t, stress.Loop{Name: "mine", Call: func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
+//			return myretry.Do(ctx, b, s.MaxAttempts, s.BaseDelay, s.MaxDelay, op)
+//		}})
+//	}
 func RunLoop(t *testing.T, l stress.Loop) {
 	t.Helper()
-	stress.CheckLoop(t, l)
+	outcomes := stress.IsolatedLoopChecks(t, l, 0) // fails t at once on an unknown Skip key
+	if outcomes == nil {
+		return // the child: the checks have run
+	}
+	for _, c := range stress.LoopChecks() {
+		t.Run(c.Name, func(t *testing.T) {
+			o := outcomes[c.Name]
+			switch o.Result {
+			case "pass":
+			case "skip":
+				t.Skip(strings.TrimSpace(o.Output))
+			case "crash":
+				t.Errorf("%s: the child process died before this check finished (promise: %s):\n%s", l.Name, c.Rule, o.Output)
+			default:
+				t.Errorf("%s broke the promise %q:\n%s", l.Name, c.Rule, o.Output)
+			}
+		})
+	}
 }
 
 // prepare validates sub, takes its timing from the model when it gives

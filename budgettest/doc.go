@@ -140,7 +140,7 @@
 //     and a window, so that a Subject need not set Scale and Horizon. A
 //     model whose answers depend on time and that has neither fails the
 //     subject.
-//   - [model.Balancer]: Balance is compared, after every operation, with
+//   - [model.Balanced]: Balance is compared, after every operation, with
 //     the budget's Available() float64 when it has one: a state gone wrong
 //     shows before any answer does.
 //   - [model.Starter]: InitAt lets the Edges check start the budget on a

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrybudget/retrybudget/fuzz"
+	"github.com/retrybudget/retrybudget/internal/fuzzops"
 	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/model"
@@ -102,7 +102,7 @@ func checkEdges[S any](t *testing.T, sub Subject[S]) error {
 
 // Fuzz is the Edges check as a fuzz target: the fuzzer chooses the instant
 // the budget's clock starts at and the operations after it (decoded by
-// fuzz.Ops), and every answer, and balance, is compared with the model's.
+// fuzzops.Ops), and every answer, and balance, is compared with the model's.
 // The Edges sequences are its seed corpus, so go test without -fuzz runs
 // them. Typical use is
 //
@@ -122,10 +122,10 @@ func Fuzz[S any](f *testing.F, sub Subject[S]) {
 		f.Skip("the budget reads the wall clock, which cannot be started at an edge")
 	}
 	for _, e := range sub.edges() {
-		f.Add(int64(e.start), fuzz.Encode(e.ops))
+		f.Add(int64(e.start), fuzzops.Encode(e.ops))
 	}
 	f.Fuzz(func(t *testing.T, start int64, data []byte) {
-		if err := sub.edge(t, edge{start: time.Duration(start), ops: fuzz.Ops(data)}); err != nil {
+		if err := sub.edge(t, edge{start: time.Duration(start), ops: fuzzops.Ops(data)}); err != nil {
 			t.Fatal(sub.failure(err))
 		}
 	})

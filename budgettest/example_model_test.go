@@ -263,7 +263,7 @@ var (
 	_ model.Starter[tpsState] = tpsRule{}
 	// Not a model.Resetter: a TpsBudget lives in memory, and loses its
 	// state only with its process. The checks then never give Reset.
-	// Not a model.Balancer: TpsBudget has no balance to compare with.
+	// Not a model.Balanced: TpsBudget has no balance to compare with.
 )
 
 // Validate accepts the parameters tower accepts. The ranges also keep the

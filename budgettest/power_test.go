@@ -22,7 +22,7 @@ import (
 // powers of two only.
 
 // plain hides every optional interface of a model (model.Timed,
-// model.Balancer, model.Starter, model.Validator), as a model of a user's
+// model.Balanced, model.Starter, model.Validator), as a model of a user's
 // own that implements only model.Model does.
 type plain[S any] struct{ model.Model[S] }
 

@@ -195,10 +195,10 @@ var timeSteps = []time.Duration{1, 999, time.Millisecond + 3, time.Second - 1, t
 
 // timeMatters steps m through calls with and without a clock step among
 // them, and describes the first pair of histories whose answers (or
-// balances, for a model.Balancer) differ; "" when none do. A model that
+// balances, for a model.Balanced) differ; "" when none do. A model that
 // panics, or is not deterministic, is left for the Model check to report.
 func timeMatters[S any](m model.Model[S]) (witness string) {
-	bal, _ := m.(model.Balancer[S])
+	bal, _ := m.(model.Balanced[S])
 	src := harness.Rand(rand.New(rand.NewPCG(7, 11)))
 	harness.Catch("probing the model's use of time", func() {
 		for trial := range 200 {

@@ -1,8 +1,8 @@
-// Package fuzz holds the native Go fuzz targets of the harness and the
-// decoders that turn a fuzzer's bytes into operation sequences: [Ops],
-// with [Encode] its inverse for seeds, and [Instants]. Each decodes at most
-// [MaxOps] operations, so that no input keeps a fuzz worker busy for long.
-// To fuzz a budget of your own against its model, use budgettest.Fuzz.
+// Package fuzz holds the native Go fuzz targets of the harness, on the
+// reference budgets. To fuzz a budget of your own against its model, use
+// budgettest.Fuzz. The decoders that turn a fuzzer's bytes into operation
+// sequences (Ops, Encode, Instants) are internal now; the names here are
+// deprecated and go in the next release.
 //
 // The targets, in fuzz_test.go:
 //

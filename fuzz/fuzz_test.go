@@ -2,13 +2,14 @@ package fuzz_test
 
 import (
 	"errors"
-	"github.com/retrybudget/retrybudget/fuzz"
 	"math"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/fuzz"
+	"github.com/retrybudget/retrybudget/internal/fuzzops"
 	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/model"
@@ -40,7 +41,7 @@ func FuzzRatioWindow(f *testing.F) {
 		init := m.Init()
 		init.Clock = model.Clock{Now: time.Duration(start), Seen: time.Duration(start)}
 		sub := seqcheck.Subject[model.RatioState]{Model: m, New: ratioUnderTest(t)(m)}
-		if err := seqcheck.Replay(sub, init, time.Duration(start), fuzz.Instants(time.Duration(start), steps)); err != nil {
+		if err := seqcheck.Replay(sub, init, time.Duration(start), fuzzops.Instants(time.Duration(start), steps)); err != nil {
 			t.Fatalf("%+v, clock from %d:\n%v", m, start, err)
 		}
 	})
@@ -50,7 +51,7 @@ func FuzzRatio(f *testing.F) {
 	f.Fuzz(func(t *testing.T, window int64, slots uint16, ppm uint32, floor uint8, ops []byte) {
 		m := fuzz.Ratio(window, slots, ppm, floor)
 		sub := seqcheck.Subject[model.RatioState]{Model: m, New: ratioUnderTest(t)(m)}
-		if err := seqcheck.Replay(sub, m.Init(), 0, fuzz.Ops(ops)); err != nil {
+		if err := seqcheck.Replay(sub, m.Init(), 0, fuzzops.Ops(ops)); err != nil {
 			t.Fatalf("%+v:\n%v", m, err)
 		}
 	})
@@ -60,7 +61,7 @@ func FuzzTokenBucket(f *testing.F) {
 	f.Fuzz(func(t *testing.T, capacity, transient, throttled, bonus, refill int64, noRefund bool, ops []byte) {
 		m := fuzz.TokenBucket(capacity, transient, throttled, bonus, refill, noRefund)
 		sub := seqcheck.Subject[model.TokenBucketState]{Model: m, New: seqcheck.NewTokenBucket(m)}
-		if err := seqcheck.Replay(sub, m.Init(), 0, fuzz.Ops(ops)); err != nil {
+		if err := seqcheck.Replay(sub, m.Init(), 0, fuzzops.Ops(ops)); err != nil {
 			t.Fatalf("%+v:\n%v", m, err)
 		}
 	})
@@ -70,7 +71,7 @@ func FuzzThrottle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, max, ratio int64, ops []byte) {
 		m := fuzz.Throttle(max, ratio)
 		sub := seqcheck.Subject[model.ThrottleState]{Model: m, New: seqcheck.NewThrottle(m)}
-		if err := seqcheck.Replay(sub, m.Init(), 0, fuzz.Ops(ops)); err != nil {
+		if err := seqcheck.Replay(sub, m.Init(), 0, fuzzops.Ops(ops)); err != nil {
 			t.Fatalf("%+v:\n%v", m, err)
 		}
 	})

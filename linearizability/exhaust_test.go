@@ -67,8 +67,8 @@ func (b *mutexBucket) Retry(k budget.Kind) bool {
 	if !k.IsRetry() {
 		return false
 	}
-	yield.M(&b.mu).Lock()
-	defer yield.M(&b.mu).Unlock()
+	yield.Hook.M(&b.mu).Lock()
+	defer yield.Hook.M(&b.mu).Unlock()
 	for range 8 {
 		yield.P(b.n)
 	}
@@ -93,19 +93,19 @@ func (b *halfLocked) Request() {}
 func (b *halfLocked) Retry(k budget.Kind) bool {
 	switch k {
 	case budget.Transient:
-		yield.M(&b.mu).Lock()
-		defer yield.M(&b.mu).Unlock()
+		yield.Hook.M(&b.mu).Lock()
+		defer yield.Hook.M(&b.mu).Unlock()
 		if yield.P(b.n) <= 0 {
 			return false
 		}
-		yield.Point()
+		yield.Hook.Point()
 		b.n = yield.W(b.n - 1)
 		return true
 	case budget.Throttled:
 		if yield.P(b.n) <= 0 { // BUG: no lock
 			return false
 		}
-		yield.Point()
+		yield.Hook.Point()
 		b.n = yield.W(b.n - 1)
 		return true
 	}
@@ -128,7 +128,7 @@ func newPoolBucket(n int64) *poolBucket {
 	b := &poolBucket{req: make(chan chan bool), stop: make(chan struct{})}
 	b.n.Store(n)
 	for range 2 {
-		yield.Go(b.serve)
+		yield.Hook.Go(b.serve)
 	}
 	return b
 }
@@ -136,7 +136,7 @@ func newPoolBucket(n int64) *poolBucket {
 func (b *poolBucket) serve() {
 	for {
 		r := yield.R(b.req)
-		if yield.Select(false, r, yield.R(b.stop)) != 0 {
+		if yield.Hook.Select(false, r, yield.R(b.stop)) != 0 {
 			return
 		}
 		ok := false

@@ -210,21 +210,21 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		o := Operation{Client: client, Op: op}
 		o.Call = stamp.Add(1)
 		if s.Control != nil {
-			yield.Tag(o.Call) // a traced run's steps name the call they are inside
+			yield.Hook.Tag(o.Call) // a traced run's steps name the call they are inside
 		}
 		if op.Op == model.Advance {
-			yield.Outside(func() { sub.Advance(clock, op.D) })
+			yield.Hook.Outside(func() { sub.Advance(clock, op.D) })
 		} else {
 			o.Granted = harness.Perform(b, op)
 		}
 		if s.Control != nil {
 			// The return's stamp in a step of its own, which an
 			// exhaustive search orders against the calls' stamps.
-			yield.PointAt(&stamp)
+			yield.Hook.PointAt(&stamp)
 		}
 		o.Return = stamp.Add(1)
 		if s.Control != nil {
-			yield.Tag(0)
+			yield.Hook.Tag(0)
 		}
 		return o
 	}
@@ -257,7 +257,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 					continue
 				}
 				if s.Control != nil {
-					yield.PointAt(&stamp) // a switch between any two operations; the step stamps the call
+					yield.Hook.PointAt(&stamp) // a switch between any two operations; the step stamps the call
 				}
 				o := run(i+1, op)
 				skip.Saw(op, o.Granted)

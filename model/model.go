@@ -139,7 +139,7 @@ type Model[S any] interface {
 	Step(s S, op Op) (S, bool)
 	// Equal reports whether two states behave the same from now on: every
 	// sequence of operations gives the same answers from both (and the
-	// same balance, for a Balancer). Plain == on the state is enough when
+	// same balance, for a Balanced model). Plain == on the state is enough when
 	// each behaviour has one representation: when Step normalizes (a full
 	// bucket carries no fraction, an expired slot is dropped, a clock
 	// that does not matter is not kept). A state that holds a slice or a

@@ -22,15 +22,21 @@ type Validator interface {
 	Validate() error
 }
 
-// A Balancer reports the balance a state holds, as the budget's own
-// Available() float64 method would report it: the harness compares the two
-// after every operation, which catches a state gone wrong before any answer
-// shows it.
-type Balancer[S any] interface {
+// A Balanced model reports the balance a state holds, as the budget's own
+// Available() float64 method (budget.Balancer) would report it: the harness
+// compares the two after every operation, which catches a state gone wrong
+// before any answer shows it.
+type Balanced[S any] interface {
 	// Balance returns the balance of s as of its clock's reading, in
 	// milli-units (Available() × 1000). It changes nothing.
 	Balance(s S) int64
 }
+
+// Balancer is the former name of Balanced, which budget.Balancer, a
+// budget's Available() float64, shared.
+//
+// Deprecated: use Balanced. Balancer goes in the next release.
+type Balancer[S any] = Balanced[S]
 
 // A Starter can begin at any instant: InitAt returns the state of a budget
 // built on a clock that reads now. The harness uses it to start budgets at
@@ -229,15 +235,15 @@ var (
 	_ Validator                  = InFlight{}
 	_ Structured                 = InFlight{}
 	_ InFlightLimit              = InFlight{}
-	_ Balancer[InFlightState]    = InFlight{}
+	_ Balanced[InFlightState]    = InFlight{}
 	_ Timed                      = TokenBucket{}
 	_ Timed                      = Ratio{}
 	_ Timed                      = Throttle{}
 	_ Validator                  = TokenBucket{}
 	_ Validator                  = Ratio{}
 	_ Validator                  = Throttle{}
-	_ Balancer[TokenBucketState] = TokenBucket{}
-	_ Balancer[ThrottleState]    = Throttle{}
+	_ Balanced[TokenBucketState] = TokenBucket{}
+	_ Balanced[ThrottleState]    = Throttle{}
 	_ Starter[TokenBucketState]  = TokenBucket{}
 	_ Starter[RatioState]        = Ratio{}
 	_ Starter[ThrottleState]     = Throttle{}

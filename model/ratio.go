@@ -57,7 +57,7 @@ type SlotCount struct {
 
 var (
 	_ Model[RatioState]    = Ratio{}
-	_ Balancer[RatioState] = Ratio{}
+	_ Balanced[RatioState] = Ratio{}
 )
 
 // Init returns an empty window at time 0.

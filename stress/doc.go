@@ -28,7 +28,7 @@
 // makes 1000 attempts at one instant of a bubble's clock spins: the check
 // stops it and fails at once.
 //
-// [CheckLoop] (budgettest.RunLoop) runs each check in a child process of
+// budgettest.RunLoop runs each check in a child process of
 // its own, so that a loop that leaks inside a bubble, panics or hangs fails
 // its check instead of taking the test binary down; [IsolatedLoopChecks]
 // returns the outcomes instead of failing, for pinning known verdicts.

@@ -394,7 +394,7 @@ func endsPaths() []endsPath {
 			name: "LaterAttemptWins", s: settings,
 			op: func(_ context.Context, n int, _ func()) error {
 				if n == 1 {
-					yield.Sleep(time.Second) // ignores ctx
+					yield.Hook.Sleep(time.Second) // ignores ctx
 					return ErrTransient
 				}
 				return nil

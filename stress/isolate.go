@@ -263,13 +263,8 @@ func guarded(t *testing.T, l Loop, check string) Loop {
 // IsolatedLoopChecks) and reports each as a subtest of t: a broken promise
 // fails it, a crash too.
 //
-// Typical usage inside a test is
-//
-//	func TestMyRetryLoop(t *testing.T) {
-//		stress.CheckLoop(t, stress.Loop{Name: "mine", Call: func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
-//			return myretry.Do(ctx, b, s.MaxAttempts, s.BaseDelay, s.MaxDelay, op)
-//		}})
-//	}
+// Deprecated: use budgettest.RunLoop, the one entry point of the loop
+// checks, which does the same. CheckLoop goes in the next release.
 func CheckLoop(t *testing.T, l Loop) {
 	t.Helper()
 	outcomes := IsolatedLoopChecks(t, l, 0) // fails t at once on an unknown Skip key

@@ -524,14 +524,14 @@ func checkNoLeak(t *testing.T, l Loop) {
 		// operations outside a controlled run, so that under control the
 		// loop's other goroutines run while an attempt waits.
 		{"HonoursCtxAndIsCancelled", true, func(ctx context.Context, n int, _ <-chan struct{}) error {
-			if yield.Select(false, yield.R(ctx.Done()), yield.R(time.After(time.Second))) == 0 {
+			if yield.Hook.Select(false, yield.R(ctx.Done()), yield.R(time.After(time.Second))) == 0 {
 				return ctx.Err()
 			}
 			return ErrTransient
 		}},
 		{"IgnoresCtxAndIsCancelled", true, func(ctx context.Context, n int, cancelled <-chan struct{}) error {
-			yield.Sleep(30 * time.Millisecond) // ignores ctx
-			yield.Recv(cancelled)              // and ends after the cancel, however late its timer
+			yield.Hook.Sleep(30 * time.Millisecond) // ignores ctx
+			yield.Recv(cancelled)                   // and ends after the cancel, however late its timer
 			return ErrTransient
 		}},
 		// A loop that hedges starts another attempt while the first runs;
@@ -542,8 +542,8 @@ func checkNoLeak(t *testing.T, l Loop) {
 			if n > 1 {
 				return nil
 			}
-			if yield.Select(false, yield.R(ctx.Done()), yield.R(time.After(100*time.Millisecond))) == 0 {
-				yield.Sleep(20 * time.Millisecond)
+			if yield.Hook.Select(false, yield.R(ctx.Done()), yield.R(time.After(100*time.Millisecond))) == 0 {
+				yield.Hook.Sleep(20 * time.Millisecond)
 				return ctx.Err()
 			}
 			return ErrTransient
@@ -839,7 +839,7 @@ func checkIgnoringOp(t *testing.T, l Loop) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			r := newRecorder(t, l, func(context.Context, int) error {
-				yield.Sleep(time.Second) // ignores ctx
+				yield.Hook.Sleep(time.Second) // ignores ctx
 				return ErrTransient
 			})
 			r.ctl = ctl
@@ -888,7 +888,7 @@ func checkIgnoringOp(t *testing.T, l Loop) {
 			// it returns; a loop that does not hedges retries after it.
 			r := newRecorder(t, l, func(_ context.Context, n int) error {
 				if n == 1 {
-					yield.Sleep(time.Second)
+					yield.Hook.Sleep(time.Second)
 					return ErrTransient
 				}
 				return nil

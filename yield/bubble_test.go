@@ -22,7 +22,7 @@ func TestRunKeepsTheBubblesClockExact(t *testing.T) {
 			var woke [3]time.Duration
 			rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()},
 				func() {
-					yield.Sleep(10 * time.Millisecond)
+					yield.Hook.Sleep(10 * time.Millisecond)
 					woke[0] = time.Since(start)
 				},
 				func() {
@@ -55,13 +55,13 @@ func TestSelectWithDefaultAloneGoesOnAtOnce(t *testing.T) {
 		rep := yield.Run(yield.Options{Seed: 1},
 			func() {
 				for range 100 {
-					if yield.Select(true, yield.R(never)) == -1 {
+					if yield.Hook.Select(true, yield.R(never)) == -1 {
 						polls++
 					}
 				}
 				polled = time.Since(start)
 			},
-			func() { yield.Sleep(time.Second) },
+			func() { yield.Hook.Sleep(time.Second) },
 		)
 		if rep.Free || polls != 100 {
 			t.Fatalf("%d polls, %v", polls, rep)

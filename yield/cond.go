@@ -6,26 +6,26 @@ import (
 	"unsafe"
 )
 
-// Cond is the rewrite of a sync.Cond's Wait, Signal and Broadcast:
+// hookCond is the rewrite of a sync.Cond's Wait, Signal and Broadcast:
 // c.Wait() becomes yield.C(&c).Wait(), and p.Signal() yield.C(p).Signal()
 // for p a *sync.Cond.
 //
 // A goroutine under control that waits on a sync.Cond itself would block
 // inside the runtime holding the baton, and the run would stop until its
 // watchdog gave up. So under control Wait is a blocking operation of the
-// run: it unlocks c.L (through [Mutex] or [RWMutex] when c.L is one of
+// run: it unlocks c.L (through Hook.M or Hook.RW when c.L is one of
 // sync's mutexes, so that the run sees the release), then passes the
 // baton until a Signal or Broadcast wakes it, then locks c.L again. A
 // Signal wakes the longest waiting of those waiters, as sync.Cond does;
 // with none it signals c itself, for a goroutine outside control waiting
 // on it, and so does Broadcast. A waiter left waiting when the run falls
 // back to free running keeps waiting, for real, until it is woken so.
-type Cond struct{ c *sync.Cond }
+type hookCond struct{ c *sync.Cond }
 
 // C returns c's hooks.
-func C(c *sync.Cond) Cond { return Cond{c} }
+func (hooks) C(c *sync.Cond) hookCond { return hookCond{c} }
 
-// A condWaiter is a goroutine under control waiting in a Cond's Wait.
+// A condWaiter is a goroutine under control waiting in a hookCond's Wait.
 type condWaiter struct {
 	woken atomic.Bool
 	ch    chan struct{} // closed when woken
@@ -66,7 +66,7 @@ func wakeWaiters(c *sync.Cond, all bool) bool {
 
 // Wait unlocks c.L, waits for a Signal or a Broadcast, and locks c.L
 // again before it returns, as sync.Cond's Wait does.
-func (h Cond) Wait() {
+func (h hookCond) Wait() {
 	r := active.Load()
 	if r == nil || r.free.Load() {
 		h.c.Wait()
@@ -90,12 +90,12 @@ func (h Cond) Wait() {
 }
 
 // Signal wakes one goroutine waiting on c, if there is one.
-func (h Cond) Signal() { h.notify(false) }
+func (h hookCond) Signal() { h.notify(false) }
 
 // Broadcast wakes every goroutine waiting on c.
-func (h Cond) Broadcast() { h.notify(true) }
+func (h hookCond) Broadcast() { h.notify(true) }
 
-func (h Cond) notify(all bool) {
+func (h hookCond) notify(all bool) {
 	if !wakeWaiters(h.c, all) {
 		if all {
 			h.c.Broadcast()
@@ -114,9 +114,9 @@ func (h Cond) notify(all bool) {
 func unlockLocker(l sync.Locker) {
 	switch m := l.(type) {
 	case *sync.Mutex:
-		M(m).Unlock()
+		Hook.M(m).Unlock()
 	case *sync.RWMutex:
-		RW(m).Unlock()
+		Hook.RW(m).Unlock()
 	default:
 		l.Unlock()
 	}
@@ -127,9 +127,9 @@ func unlockLocker(l sync.Locker) {
 func lockLocker(l sync.Locker) {
 	switch m := l.(type) {
 	case *sync.Mutex:
-		M(m).Lock()
+		Hook.M(m).Lock()
 	case *sync.RWMutex:
-		RW(m).Lock()
+		Hook.RW(m).Lock()
 	default:
 		l.Lock()
 	}

@@ -25,26 +25,26 @@ func newMonitor() *monitor {
 }
 
 func (m *monitor) enter() {
-	yield.M(&m.mu).Lock()
+	yield.Hook.M(&m.mu).Lock()
 	for yield.P(m.busy) {
-		yield.C(m.free).Wait()
+		yield.Hook.C(m.free).Wait()
 	}
 	m.busy = yield.W(true)
-	yield.M(&m.mu).Unlock()
+	yield.Hook.M(&m.mu).Unlock()
 	m.inUse++
 	m.most = max(m.most, m.inUse)
-	yield.Point()
+	yield.Hook.Point()
 	m.inUse--
 }
 
 func (m *monitor) leave(all bool) {
-	yield.M(&m.mu).Lock()
+	yield.Hook.M(&m.mu).Lock()
 	m.busy = yield.W(false)
-	yield.M(&m.mu).Unlock()
+	yield.Hook.M(&m.mu).Unlock()
 	if all {
-		yield.C(m.free).Broadcast()
+		yield.Hook.C(m.free).Broadcast()
 	} else {
-		yield.C(m.free).Signal()
+		yield.Hook.C(m.free).Signal()
 	}
 }
 

@@ -10,7 +10,7 @@
 // sources never change, and line numbers in stacks and failures are the
 // user's.
 //
-// Outside a controlled run each hook is one atomic load and a branch ([Go]
+// Outside a controlled run each hook is one atomic load and a branch (Hook.Go
 // two), and then the operation itself, except a select, which goes through
 // reflect.Select and allocates its cases; code that is not rewritten does
 // not call the hooks at all.
@@ -29,7 +29,7 @@
 // Blocking is modelled: a goroutine that would block on an instrumented
 // mutex, a channel operation (a range over a channel included, through
 // [Range]), a select without a ready case, a Do of a sync.Once that
-// another goroutine is inside, a [WaitGroup]'s Wait or a [Sleep], passes
+// another goroutine is inside, a Hook.WG's Wait or a Hook.Sleep, passes
 // the baton instead, and runs again once the mutex is released, another
 // channel operation completes or the Do returns. A send and a receive on
 // an unbuffered channel, both by goroutines under control, meet in the
@@ -40,9 +40,9 @@
 // bubble's clock moves straight to the next timer.
 //
 // The goroutines the code under control starts with a go statement or a
-// WaitGroup's Go (a budget's refill loop, started by its constructor
+// hookWaitGroup's Go (a budget's refill loop, started by its constructor
 // inside the run; a hedging loop's attempts) are scheduled too, through
-// [Go], until every function given to [Run] has returned; then they run
+// Hook.Go, until every function given to [Run] has returned; then they run
 // freely.
 //
 // # Spinning
@@ -56,7 +56,7 @@
 // anything but a pointer to an atomic variable (a read of a field), a
 // failed TryLock or TryRLock, a blocking operation that could not complete
 // and a select that took its default case made none; so did a call of
-// runtime.Gosched, which the rewrite passes through [Spin] ([Gosched] in
+// runtime.Gosched, which the rewrite passes through Hook.Spin (Hook.Gosched in
 // code that calls the hooks itself). Every other step made progress, and
 // so do a goroutine's return and a channel operation that the scheduler
 // completes for a blocked goroutine. A goroutine is spinning once 16 of its
@@ -88,7 +88,7 @@
 // that have not), and the goroutines they start with Go, run freely and
 // never join a later run: their hooks pass straight through, their
 // unlocks and closes do not wake the later run's blocked goroutines, and
-// their [Outside] does not count as the later run's.
+// their Hook.Outside does not count as the later run's.
 //
 // # What is not under control
 //
@@ -97,11 +97,11 @@
 // goroutine under control waiting for one of them is polled. Code that is
 // not rewritten (other modules unless named, the standard library's
 // internals, the runtime, assembly) has no yield points, and neither have
-// WaitGroup's Add and Done, and tickers: a goroutine under control waiting
+// hookWaitGroup's Add and Done, and tickers: a goroutine under control waiting
 // on a mutex that one outside control holds is polled. A sync.Cond is
-// under control through [Cond] (one whose L is not one of sync's mutexes
+// under control through Hook.C (one whose L is not one of sync's mutexes
 // has that lock taken and released outside the run's sight), and
-// time.Sleep through [Sleep], where the goroutine passes the baton while
+// time.Sleep through Hook.Sleep, where the goroutine passes the baton while
 // it sleeps; a sleep in code that is not rewritten keeps the baton. When the goroutine holding the baton blocks
 // outside instrumented code (on the network, a syscall, an uninstrumented
 // lock), or when every goroutine under control has waited for
@@ -114,17 +114,19 @@
 // # Two audiences
 //
 // The scheduler's API is for a test harness: [Run], [Options], [Strategy]
-// ([PCT], [Walk], [Serial]), [Report], [Choice], [Step], [Site],
-// [Instrumented], and the few hooks a harness's own code calls to take part
-// in a run ([Tag], [PointAt], [Boundary], [Outside]).
+// ([PCT], [Walk], [Serial]), [Report], [Choice], [Step], [Site] and
+// [Instrumented].
 //
-// Every other exported name is a hook that the rewrite of cmd/budgetcheck
-// calls in place of the operation it stands for, and no hand-written code
-// needs it: [Mark], [P], [W], [Point], [M] and [Mutex], [RW] and [RWMutex], [O] and
-// [Once], [C] and [Cond], [WG] and [WaitGroup], [Go], [Send], [Recv],
-// [Recv2], [Range], [Select], [R], [S], [Case], [RecvCase], [SendCase],
-// [Close], [Gosched], [Spin], [Sleep] and [Sleeper]. Their signatures
-// follow what the rewrite needs (an expression keeps its shape), and they
-// may change with it; code that calls them by hand, as this module's
+// The hooks are for the code that the rewrite of cmd/budgetcheck produces:
+// the generic ones, [P], [W], [Send], [Recv], [Recv2], [Range], [Close],
+// and the cases [R] and [S] of Hook.Select, and, as methods of the one value
+// [Hook], every other: Hook.Mark, Hook.Point, Hook.M, Hook.RW, Hook.O,
+// Hook.C and Hook.WG (each returns a value whose methods stand for those of
+// the sync type it wraps), Hook.Go, Hook.Select, Hook.Gosched, Hook.Spin,
+// Hook.Sleep and Hook.Sleeper; and the four a harness's own code calls to
+// take part in a run, Hook.Tag, Hook.PointAt, Hook.Boundary and
+// Hook.Outside. No hand-written code needs them. Their signatures follow
+// what the rewrite needs (an expression keeps its shape), and they may
+// change with it; code that calls them by hand, as this module's
 // controltest budgets do, ties itself to the rewrite's version.
 package yield

@@ -34,7 +34,7 @@ func P[T any](x T) T {
 // yield.Point(); b.tokens = yield.W(b.tokens - c). Unlike a read's P, the
 // step W begins writes memory that other goroutines may read: while the
 // goroutine holds a mutex it is taken to touch only what the mutex guards,
-// and otherwise to touch anything, as a [Point]'s step is (see Choice.Obj),
+// and otherwise to touch anything, as a Hook.Point's step is (see Choice.Obj),
 // so that an exhaustive search tries the other goroutines' steps both
 // before and after the store. The store is progress (see Spinning).
 func W[T any](x T) T {
@@ -60,7 +60,7 @@ const localObject = 1
 // localObject for anything else: a field's value, read. A read commutes
 // with another goroutine's step unless that step writes what it reads,
 // and a write of a field outside a critical section is a step that
-// commutes with none (see [Point]), so a read racing it is still ordered
+// commutes with none (see Hook.Point), so a read racing it is still ordered
 // both ways.
 func objectOf(x any) uintptr {
 	if _, ok := load(x); !ok {
@@ -113,9 +113,9 @@ func acquireLock(obj unsafe.Pointer, exclusive bool, try func() bool, block func
 // select statement, call and field write. While the goroutine holds a
 // mutex, the step it begins is taken to touch only memory that mutex
 // guards (see Choice.Obj); code that is not rewritten and shares memory
-// past it, such as a recorder stamping operations, calls [PointAt] or
-// [Boundary] instead.
-func Point() {
+// past it, such as a recorder stamping operations, calls Hook.PointAt or
+// Hook.Boundary instead.
+func (hooks) Point() {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if r.opt.Choices {
 			if g := r.self(); g != nil {
@@ -133,7 +133,7 @@ func Point() {
 // they are inside, zero outside one; under Options.Choices, a store
 // outside any critical section while the tag is not zero is marked
 // (Choice.Unguarded). Elsewhere Tag does nothing.
-func Tag(v int64) {
+func (hooks) Tag(v int64) {
 	if r := active.Load(); r != nil && (r.opt.Trace || r.opt.Choices) && !r.free.Load() {
 		if g := r.self(); g != nil {
 			g.tag = v
@@ -143,7 +143,7 @@ func Tag(v int64) {
 
 // Boundary is a yield point whose step may touch anything: an exhaustive
 // search never takes it to commute with another (see Choice.Obj).
-func Boundary() {
+func (hooks) Boundary() {
 	if r := active.Load(); r != nil {
 		r.point(0)
 	}
@@ -154,22 +154,22 @@ func Boundary() {
 // from one counter passes the counter, so that an exhaustive search takes
 // its steps to commute with the budget's, and not with each other. x must
 // be a non-nil pointer.
-func PointAt(x any) {
+func (hooks) PointAt(x any) {
 	if r := active.Load(); r != nil {
 		r.point(reflect.ValueOf(x).Pointer())
 	}
 }
 
-// Mutex is the rewrite of a sync.Mutex's methods: m.Lock() becomes
+// hookMutex is the rewrite of a sync.Mutex's methods: m.Lock() becomes
 // yield.M(&m).Lock(). In a controlled run, Lock on a held mutex passes the
 // baton until the mutex is released.
-type Mutex struct{ m *sync.Mutex }
+type hookMutex struct{ m *sync.Mutex }
 
 // M returns m's hooks.
-func M(m *sync.Mutex) Mutex { return Mutex{m} }
+func (hooks) M(m *sync.Mutex) hookMutex { return hookMutex{m} }
 
 // Lock locks the mutex.
-func (m Mutex) Lock() {
+func (m hookMutex) Lock() {
 	if active.Load() != nil {
 		acquireLock(unsafe.Pointer(m.m), true, m.m.TryLock, m.m.Lock)
 		return
@@ -179,10 +179,10 @@ func (m Mutex) Lock() {
 
 // TryLock tries to lock the mutex, after a yield point. A failure makes
 // no progress (see Spinning in the package documentation).
-func (m Mutex) TryLock() bool { return try(m.m.TryLock) }
+func (m hookMutex) TryLock() bool { return try(m.m.TryLock) }
 
 // Unlock unlocks the mutex, then yields.
-func (m Mutex) Unlock() {
+func (m hookMutex) Unlock() {
 	if r := active.Load(); r != nil {
 		r.unlocked(uintptr(unsafe.Pointer(m.m)))
 	}
@@ -192,15 +192,15 @@ func (m Mutex) Unlock() {
 	}
 }
 
-// RWMutex is the rewrite of a sync.RWMutex's methods: m.RLock() becomes
+// hookRWMutex is the rewrite of a sync.RWMutex's methods: m.RLock() becomes
 // yield.RW(&m).RLock().
-type RWMutex struct{ m *sync.RWMutex }
+type hookRWMutex struct{ m *sync.RWMutex }
 
 // RW returns m's hooks.
-func RW(m *sync.RWMutex) RWMutex { return RWMutex{m} }
+func (hooks) RW(m *sync.RWMutex) hookRWMutex { return hookRWMutex{m} }
 
 // Lock locks the mutex for writing.
-func (m RWMutex) Lock() {
+func (m hookRWMutex) Lock() {
 	if active.Load() != nil {
 		acquireLock(unsafe.Pointer(m.m), true, m.m.TryLock, m.m.Lock)
 		return
@@ -209,7 +209,7 @@ func (m RWMutex) Lock() {
 }
 
 // RLock locks the mutex for reading.
-func (m RWMutex) RLock() {
+func (m hookRWMutex) RLock() {
 	if active.Load() != nil {
 		acquireLock(unsafe.Pointer(m.m), false, m.m.TryRLock, m.m.RLock)
 		return
@@ -219,14 +219,14 @@ func (m RWMutex) RLock() {
 
 // TryLock tries to lock the mutex for writing, after a yield point. A
 // failure makes no progress (see Spinning in the package documentation).
-func (m RWMutex) TryLock() bool { return try(m.m.TryLock) }
+func (m hookRWMutex) TryLock() bool { return try(m.m.TryLock) }
 
 // TryRLock tries to lock the mutex for reading, after a yield point. A
 // failure makes no progress.
-func (m RWMutex) TryRLock() bool { return try(m.m.TryRLock) }
+func (m hookRWMutex) TryRLock() bool { return try(m.m.TryRLock) }
 
 // Unlock unlocks the mutex for writing, then yields.
-func (m RWMutex) Unlock() {
+func (m hookRWMutex) Unlock() {
 	if r := active.Load(); r != nil {
 		r.unlocked(uintptr(unsafe.Pointer(m.m)))
 	}
@@ -237,7 +237,7 @@ func (m RWMutex) Unlock() {
 }
 
 // RUnlock undoes one RLock, then yields.
-func (m RWMutex) RUnlock() {
+func (m hookRWMutex) RUnlock() {
 	m.m.RUnlock()
 	if r := active.Load(); r != nil {
 		r.releasedObj(uintptr(unsafe.Pointer(m.m)))
@@ -245,15 +245,15 @@ func (m RWMutex) RUnlock() {
 }
 
 // RLocker returns the mutex's RLocker. Its calls are not yield points.
-func (m RWMutex) RLocker() sync.Locker { return m.m.RLocker() }
+func (m hookRWMutex) RLocker() sync.Locker { return m.m.RLocker() }
 
 // Send is the rewrite of the statement ch <- v. In a controlled run, a send
 // that cannot complete passes the baton until another channel operation
-// completes (see [Select]).
+// completes (see Hook.Select).
 func Send[T any](ch chan<- T, v T) {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
-			r.choose1(g, false, []Case{S(ch, v)})
+			r.choose1(g, false, []hookCase{S(ch, v)})
 			return
 		}
 	}
@@ -271,7 +271,7 @@ func Recv2[T any](ch <-chan T) (v T, ok bool) {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
 			c := R(ch)
-			r.choose1(g, false, []Case{c})
+			r.choose1(g, false, []hookCase{c})
 			return c.V, c.OK
 		}
 	}
@@ -283,7 +283,7 @@ func Recv2[T any](ch <-chan T) (v T, ok bool) {
 // goroutine under control that sleeps passes the baton, as one waiting on
 // a timer's channel does, and the others run meanwhile. Outside a run it
 // is time.Sleep.
-func Sleep(d time.Duration) {
+func (hooks) Sleep(d time.Duration) {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
 			if d <= 0 {
@@ -292,17 +292,17 @@ func Sleep(d time.Duration) {
 			}
 			t := time.NewTimer(d)
 			defer t.Stop()
-			r.choose1(g, false, []Case{R(t.C)})
+			r.choose1(g, false, []hookCase{R(t.C)})
 			return
 		}
 	}
 	time.Sleep(d)
 }
 
-// Sleeper returns [Sleep]: the rewrite of a call of time.Sleep,
+// Sleeper returns Hook.Sleep: the rewrite of a call of time.Sleep,
 // time.Sleep(d), is yield.Sleeper(time.Sleep)(d), so that the file still
 // uses its import of package time. f is not called.
-func Sleeper(f func(time.Duration)) func(time.Duration) { return Sleep }
+func (hooks) Sleeper(f func(time.Duration)) func(time.Duration) { return Hook.Sleep }
 
 // Range is the rewrite of a range over a channel: for v := range ch
 // becomes for v := range yield.Range(ch). Each receive is a [Recv2].
@@ -316,3 +316,12 @@ func Range[T any](ch <-chan T) iter.Seq[T] {
 		}
 	}
 }
+
+// hooks is the type of Hook.
+type hooks struct{}
+
+// Hook holds the hooks that the rewrite of cmd/budgetcheck calls in place
+// of the operations they stand for, and the few a harness calls to take
+// part in a run: see "Two audiences" in the package doc. No hand-written
+// code needs them, and they change with the rewrite.
+var Hook hooks

@@ -25,7 +25,7 @@ var (
 
 // Mark records that instrumented code is linked into the program; every
 // rewritten file calls it once, from a package-level variable.
-func Mark() bool {
+func (hooks) Mark() bool {
 	marked.Store(true)
 	return true
 }
@@ -105,7 +105,7 @@ type Options struct {
 	Choices bool `json:"-"`
 	// Trace, if set, has the Report keep, for every step, where the
 	// goroutine chosen stood when it last stopped, and the tag it had set
-	// with [Tag] (Report.Trace): what an explanation of the schedule
+	// with Hook.Tag (Report.Trace): what an explanation of the schedule
 	// needs. Each step then costs a stack walk.
 	Trace bool `json:"-"`
 	// Stall is how long the goroutine holding the baton may run without
@@ -253,7 +253,7 @@ type Report struct {
 // chosen (an index into Run's functions); Site, where it stood when it
 // stopped at its last yield point, so where the step resumes it (nil at
 // its first step, which starts its function); and Tag, what it last gave
-// [Tag] before that.
+// Hook.Tag before that.
 type Step struct {
 	G    int
 	Tag  int64
@@ -277,9 +277,9 @@ type Site []uintptr
 // partial-order reduction: the address of the atomic variable of an
 // operation through [P], or of the mutex of a Lock or RLock; 1 for a step
 // that touches only memory a mutex the goroutine holds guards (a [P] of a
-// field's value, a [Point], inside a critical section); zero when it is
+// field's value, a Hook.Point, inside a critical section); zero when it is
 // not known (a field read or a Point outside one, any
-// other yield point, a [Boundary], and a step that unlocked a mutex), which
+// other yield point, a Hook.Boundary, and a step that unlocked a mutex), which
 // is to be taken as touching everything. Two steps commute when neither
 // object is zero and they differ or one is 1, as long as the code between
 // yield points shares no memory without synchronization; a store that
@@ -303,7 +303,7 @@ type Choice struct {
 	// changed nothing.
 	Blocked bool
 	// Unguarded is set when the step is a store into a field (see [W]),
-	// inside an operation (see [Tag]), by a goroutine that holds no
+	// inside an operation (see Hook.Tag), by a goroutine that holds no
 	// mutex: the code may not be free of data races (or the field is the
 	// goroutine's own), and memory a mutex guards may be written without
 	// it.
@@ -694,7 +694,7 @@ func (r *run) releasedObj(obj uintptr) {
 }
 
 // exit hands the baton on from a goroutine that has returned.
-// Once every function of Run has returned, the goroutines Go started run
+// hookOnce every function of Run has returned, the goroutines Go started run
 // freely.
 func (r *run) exit(g *gor) {
 	r.mu.Lock()
@@ -1068,7 +1068,7 @@ func (r *run) watch() {
 // run falling back to free running for it. Other goroutines under control
 // do not run meanwhile. Called by a goroutine left behind by an earlier
 // run, it is f().
-func Outside(f func()) {
+func (hooks) Outside(f func()) {
 	r := active.Load()
 	if r == nil || r.self() == nil && leftovers.has() {
 		f()

@@ -81,11 +81,11 @@ func TestRunModelsAMutex(t *testing.T) {
 		var inside, worst atomic.Int32
 		f := func() {
 			for range 5 {
-				yield.M(&mu).Lock()
+				yield.Hook.M(&mu).Lock()
 				worst.Store(max(worst.Load(), inside.Add(1)))
-				yield.Point()
+				yield.Hook.Point()
 				inside.Add(-1)
-				yield.M(&mu).Unlock()
+				yield.Hook.M(&mu).Unlock()
 			}
 		}
 		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()}, f, f, f)
@@ -139,7 +139,7 @@ func TestRunPollsForAGoroutineOutsideControl(t *testing.T) {
 func TestRunFallsBackWhenBlockedOutside(t *testing.T) {
 	ch := make(chan int) // the raw operations below are not yield points
 	rep := yield.Run(yield.Options{Seed: 1, Stall: 100 * time.Millisecond},
-		func() { <-ch }, func() { yield.Point(); ch <- 1 })
+		func() { <-ch }, func() { yield.Hook.Point(); ch <- 1 })
 	if !rep.Free || !strings.Contains(rep.Reason, "made progress") {
 		t.Fatalf("%v, want a fallback", rep)
 	}
@@ -150,11 +150,11 @@ func TestHooksOutsideARun(t *testing.T) {
 	var n atomic.Int64
 	yield.P(&n).Add(2)
 	var mu sync.RWMutex
-	yield.RW(&mu).RLock()
-	if yield.RW(&mu).TryLock() {
+	yield.Hook.RW(&mu).RLock()
+	if yield.Hook.RW(&mu).TryLock() {
 		t.Error("TryLock succeeded under a read lock")
 	}
-	yield.RW(&mu).RUnlock()
+	yield.Hook.RW(&mu).RUnlock()
 	ch := make(chan int64, 1)
 	yield.Send(ch, n.Load())
 	if v, ok := yield.Recv2(ch); v != 2 || !ok {
@@ -177,10 +177,10 @@ func TestParseOptionsRejectsBadInput(t *testing.T) {
 // A schedule that names a goroutine which cannot run (here, one that has
 // returned) is not followed there, and the report says the run diverged.
 func TestReplayDivergesOnOtherCode(t *testing.T) {
-	short := func() { yield.Point() }
+	short := func() { yield.Hook.Point() }
 	long := func() {
 		for range 5 {
-			yield.Point()
+			yield.Hook.Point()
 		}
 	}
 	rep := yield.Run(yield.Options{Seed: 1, Schedule: []int{0, 0, 0, 0, 0, 0, 0, 0}}, short, long)
@@ -199,7 +199,7 @@ func TestReplayDivergesOnOtherCode(t *testing.T) {
 func TestPCTOfDepthOneNeverPreempts(t *testing.T) {
 	f := func() {
 		for range 20 {
-			yield.Point()
+			yield.Hook.Point()
 		}
 	}
 	for seed := range uint64(10) {
@@ -220,7 +220,7 @@ func TestPCTOfDepthOneNeverPreempts(t *testing.T) {
 // point is reached meanwhile.
 func TestOutsideIsNotAStall(t *testing.T) {
 	rep := yield.Run(yield.Options{Seed: 1, Stall: 40 * time.Millisecond},
-		func() { yield.Outside(func() { time.Sleep(200 * time.Millisecond) }) }, func() { yield.Point() })
+		func() { yield.Hook.Outside(func() { time.Sleep(200 * time.Millisecond) }) }, func() { yield.Hook.Point() })
 	if rep.Free {
 		t.Errorf("%v: fell back during Outside", rep)
 	}
@@ -286,9 +286,9 @@ func TestStoreStepObjects(t *testing.T) {
 	rep := yield.Run(yield.Options{Strategy: yield.Serial(), Choices: true}, func() {
 		n = yield.W(n + 1)
 		_ = yield.P(n)
-		yield.M(&mu).Lock()
+		yield.Hook.M(&mu).Lock()
 		n = yield.W(n + 1)
-		yield.M(&mu).Unlock()
+		yield.Hook.M(&mu).Unlock()
 	})
 	if rep.Free || len(rep.Choices) < 5 {
 		t.Fatalf("%v: %d choices", rep, len(rep.Choices))
@@ -311,12 +311,12 @@ func TestUnguardedStore(t *testing.T) {
 	var n int64
 	rep := yield.Run(yield.Options{Strategy: yield.Serial(), Choices: true}, func() {
 		n = yield.W(n + 1) // no tag: a constructor's store
-		yield.Tag(1)
-		yield.M(&mu).Lock()
+		yield.Hook.Tag(1)
+		yield.Hook.M(&mu).Lock()
 		n = yield.W(n + 1)
-		yield.M(&mu).Unlock()
+		yield.Hook.M(&mu).Unlock()
 		n = yield.W(n + 1) // the operation's store outside the lock
-		yield.Tag(0)
+		yield.Hook.Tag(0)
 		n = yield.W(n + 1)
 	})
 	if rep.Free {

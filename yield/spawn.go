@@ -22,7 +22,7 @@ import (
 // to [Run] has returned; it then runs freely, since it may never return
 // (a refill loop of a budget nobody closes), and never joins a later run.
 // Nor does a goroutine that such a goroutine starts with Go.
-func Go(fn func()) {
+func (hooks) Go(fn func()) {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil && r.spawn(fn) {
 			r.yield(g)
@@ -83,17 +83,17 @@ func Close[T any](ch chan<- T) {
 	}
 }
 
-// Once is the rewrite of a sync.Once's Do: o.Do(f) becomes
+// hookOnce is the rewrite of a sync.Once's Do: o.Do(f) becomes
 // yield.O(&o).Do(f). In a controlled run, a Do while another goroutine
-// under control is inside Do of the same Once passes the baton until that
-// one returns, instead of blocking in the Once.
-type Once struct{ o *sync.Once }
+// under control is inside Do of the same hookOnce passes the baton until that
+// one returns, instead of blocking in the hookOnce.
+type hookOnce struct{ o *sync.Once }
 
 // O returns o's hooks.
-func O(o *sync.Once) Once { return Once{o} }
+func (hooks) O(o *sync.Once) hookOnce { return hookOnce{o} }
 
 // Do calls o.Do(f), after a yield point.
-func (h Once) Do(f func()) {
+func (h hookOnce) Do(f func()) {
 	r := active.Load()
 	if r == nil || r.free.Load() {
 		h.o.Do(f)
@@ -124,9 +124,9 @@ func (h Once) Do(f func()) {
 	h.o.Do(f)
 }
 
-// A Case is one communication of a select statement, made by [R] or [S]
-// for [Select].
-type Case interface {
+// A hookCase is one communication of a select statement, made by [R] or [S]
+// for Hook.Select.
+type hookCase interface {
 	try() bool
 	reflectCase() reflect.SelectCase
 	received(v reflect.Value, ok bool)
@@ -140,18 +140,18 @@ type Case interface {
 	deliver(v any)
 }
 
-// RecvCase is a receive case; after [Select] chose it, V and OK hold what
+// hookRecv is a receive case; after Hook.Select chose it, V and OK hold what
 // v, ok := <-ch would.
-type RecvCase[T any] struct {
+type hookRecv[T any] struct {
 	ch <-chan T
 	V  T
 	OK bool
 }
 
 // R returns the case <-ch.
-func R[T any](ch <-chan T) *RecvCase[T] { return &RecvCase[T]{ch: ch} }
+func R[T any](ch <-chan T) *hookRecv[T] { return &hookRecv[T]{ch: ch} }
 
-func (c *RecvCase[T]) try() bool {
+func (c *hookRecv[T]) try() bool {
 	select {
 	case c.V, c.OK = <-c.ch:
 		return true
@@ -160,36 +160,36 @@ func (c *RecvCase[T]) try() bool {
 	}
 }
 
-func (c *RecvCase[T]) reflectCase() reflect.SelectCase {
+func (c *hookRecv[T]) reflectCase() reflect.SelectCase {
 	return reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ch)}
 }
 
-func (c *RecvCase[T]) received(v reflect.Value, ok bool) {
+func (c *hookRecv[T]) received(v reflect.Value, ok bool) {
 	c.OK = ok
 	if ok {
 		c.V, _ = v.Interface().(T) // the comma form takes a nil interface
 	}
 }
 
-func (c *RecvCase[T]) channel() (unsafe.Pointer, bool) {
+func (c *hookRecv[T]) channel() (unsafe.Pointer, bool) {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&c.ch)), cap(c.ch) == 0
 }
 
-func (c *RecvCase[T]) send() bool    { return false }
-func (c *RecvCase[T]) value() any    { return nil }
-func (c *RecvCase[T]) deliver(v any) { c.V, _ = v.(T); c.OK = true }
+func (c *hookRecv[T]) send() bool    { return false }
+func (c *hookRecv[T]) value() any    { return nil }
+func (c *hookRecv[T]) deliver(v any) { c.V, _ = v.(T); c.OK = true }
 
-// SendCase is a send case.
-type SendCase[T any] struct {
+// hookSend is a send case.
+type hookSend[T any] struct {
 	ch chan<- T
 	v  T
 }
 
 // S returns the case ch <- v, v evaluated now as a select statement
 // evaluates it.
-func S[T any](ch chan<- T, v T) *SendCase[T] { return &SendCase[T]{ch: ch, v: v} }
+func S[T any](ch chan<- T, v T) *hookSend[T] { return &hookSend[T]{ch: ch, v: v} }
 
-func (c *SendCase[T]) try() bool {
+func (c *hookSend[T]) try() bool {
 	select {
 	case c.ch <- c.v:
 		return true
@@ -198,19 +198,19 @@ func (c *SendCase[T]) try() bool {
 	}
 }
 
-func (c *SendCase[T]) reflectCase() reflect.SelectCase {
+func (c *hookSend[T]) reflectCase() reflect.SelectCase {
 	return reflect.SelectCase{Dir: reflect.SelectSend, Chan: reflect.ValueOf(c.ch), Send: reflect.ValueOf(&c.v).Elem()}
 }
 
-func (c *SendCase[T]) received(reflect.Value, bool) {}
+func (c *hookSend[T]) received(reflect.Value, bool) {}
 
-func (c *SendCase[T]) channel() (unsafe.Pointer, bool) {
+func (c *hookSend[T]) channel() (unsafe.Pointer, bool) {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&c.ch)), cap(c.ch) == 0
 }
 
-func (c *SendCase[T]) send() bool  { return true }
-func (c *SendCase[T]) value() any  { return c.v }
-func (c *SendCase[T]) deliver(any) {}
+func (c *hookSend[T]) send() bool  { return true }
+func (c *hookSend[T]) value() any  { return c.v }
+func (c *hookSend[T]) deliver(any) {}
 
 // Select is the rewrite of a select statement with a case for each of
 // cases, and a default case if hasDefault: it returns the index of the
@@ -237,7 +237,7 @@ func (c *SendCase[T]) deliver(any) {}
 // scheduler: the one that comes second completes both, in the order the
 // first ones waited. Outside a controlled run Select is reflect.Select,
 // which allocates.
-func Select(hasDefault bool, cases ...Case) int {
+func (hooks) Select(hasDefault bool, cases ...hookCase) int {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
 			return r.choose1(g, hasDefault, cases)
@@ -246,7 +246,7 @@ func Select(hasDefault bool, cases ...Case) int {
 	return selectFree(hasDefault, cases)
 }
 
-func selectFree(hasDefault bool, cases []Case) int {
+func selectFree(hasDefault bool, cases []hookCase) int {
 	sc := make([]reflect.SelectCase, len(cases), len(cases)+1)
 	for i, c := range cases {
 		sc[i] = c.reflectCase()
@@ -266,7 +266,7 @@ func selectFree(hasDefault bool, cases []Case) int {
 // another one may complete it on an unbuffered channel.
 type waiter struct {
 	g      *gor
-	cases  []Case
+	cases  []hookCase
 	chosen int
 	done   bool
 }
@@ -274,7 +274,7 @@ type waiter struct {
 // communicate tries cases in order, first against the waiters on
 // unbuffered channels, then on the channels themselves; it returns the
 // index of the case that proceeded, or −1. Called with r.mu held.
-func (r *run) communicate(self *waiter, cases []Case, order []int) int {
+func (r *run) communicate(self *waiter, cases []hookCase, order []int) int {
 	for _, i := range order {
 		c := cases[i]
 		if p, unbuffered := c.channel(); p != nil && unbuffered {
@@ -306,7 +306,7 @@ func (r *run) communicate(self *waiter, cases []Case, order []int) int {
 }
 
 // choose1 is Select for g, under control.
-func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
+func (r *run) choose1(g *gor, hasDefault bool, cases []hookCase) int {
 	var obj uintptr // with Options.Choices: the channel of a lone case
 	if r.opt.Choices && len(cases) == 1 && !hasDefault {
 		if p, _ := cases[0].channel(); p != nil {
@@ -390,19 +390,19 @@ func (r *run) unknownStep(g *gor) {
 	}
 }
 
-// WaitGroup is the rewrite of a sync.WaitGroup's Go and Wait:
+// hookWaitGroup is the rewrite of a sync.WaitGroup's Go and Wait:
 // wg.Go(f) becomes yield.WG(&wg).Go(f). Its Add and Done are not
 // rewritten.
-type WaitGroup struct{ wg *sync.WaitGroup }
+type hookWaitGroup struct{ wg *sync.WaitGroup }
 
 // WG returns wg's hooks.
-func WG(wg *sync.WaitGroup) WaitGroup { return WaitGroup{wg} }
+func (hooks) WG(wg *sync.WaitGroup) hookWaitGroup { return hookWaitGroup{wg} }
 
-// Go is wg.Go, with the goroutine started by [Go]: in a controlled run it
+// Go is wg.Go, with the goroutine started by Hook.Go: in a controlled run it
 // is under control.
-func (h WaitGroup) Go(f func()) {
+func (h hookWaitGroup) Go(f func()) {
 	h.wg.Add(1)
-	Go(func() {
+	Hook.Go(func() {
 		defer h.wg.Done()
 		f()
 	})
@@ -412,7 +412,7 @@ func (h WaitGroup) Go(f func()) {
 // waits passes the baton, as one blocked on a channel does, until the
 // counter is zero: a goroutine outside control waits on the group and
 // then closes a channel that the waiter receives from.
-func (h WaitGroup) Wait() {
+func (h hookWaitGroup) Wait() {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
 			zero := make(chan struct{})
@@ -420,7 +420,7 @@ func (h WaitGroup) Wait() {
 				h.wg.Wait()
 				close(zero)
 			}()
-			r.choose1(g, false, []Case{R((<-chan struct{})(zero))})
+			r.choose1(g, false, []hookCase{R((<-chan struct{})(zero))})
 			return
 		}
 	}

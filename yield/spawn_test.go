@@ -23,14 +23,14 @@ type actor struct {
 
 func newActor(tokens int) *actor {
 	a := &actor{req: make(chan chan bool), stop: make(chan struct{}), done: make(chan struct{}), tokens: tokens}
-	yield.Go(a.loop)
+	yield.Hook.Go(a.loop)
 	return a
 }
 
 func (a *actor) loop() {
 	defer close(a.done)
 	for {
-		switch c0, c1 := yield.R(a.req), yield.R(a.stop); yield.Select(false, c0, c1) {
+		switch c0, c1 := yield.R(a.req), yield.R(a.stop); yield.Hook.Select(false, c0, c1) {
 		case 0:
 			ok := a.tokens > 0
 			if ok {
@@ -121,7 +121,7 @@ func lostTake(opt yield.Options) (bool, yield.Report) {
 	b.n.Store(5)
 	done := make(chan struct{})
 	rep := yield.Run(opt,
-		func() { yield.Go(func() { b.refill(3, done) }); b.take(); yield.Recv(done) },
+		func() { yield.Hook.Go(func() { b.refill(3, done) }); b.take(); yield.Recv(done) },
 		func() { b.take() },
 	)
 	return b.n.Load() != 5+3-2, rep
@@ -157,10 +157,10 @@ func TestGoLeftoverGoroutineStaysOutOfTheNextRun(t *testing.T) {
 	stopped := make(chan struct{})
 	var spins atomic.Int64
 	yield.Run(yield.Options{Seed: 1}, func() {
-		yield.Go(func() {
+		yield.Hook.Go(func() {
 			defer close(stopped)
 			for {
-				if yield.Select(true, yield.R(stop)) == 0 {
+				if yield.Hook.Select(true, yield.R(stop)) == 0 {
 					return
 				}
 				yield.P(&spins).Add(1)
@@ -187,18 +187,18 @@ func TestGoLeftoverGoroutineStaysOutOfTheNextRun(t *testing.T) {
 }
 
 // A Do while another goroutine under control is inside Do of the same
-// Once passes the baton; f runs once and every Do returns after it.
+// hookOnce passes the baton; f runs once and every Do returns after it.
 func TestOnceModelsDo(t *testing.T) {
 	for seed := range uint64(30) {
 		var once sync.Once
 		var calls, ready, sawReady atomic.Int32
 		f := func() {
 			calls.Add(1)
-			yield.Point()
+			yield.Hook.Point()
 			ready.Store(1)
 		}
 		do := func() {
-			yield.O(&once).Do(f)
+			yield.Hook.O(&once).Do(f)
 			sawReady.Add(ready.Load())
 		}
 		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()}, do, do, do)
@@ -218,7 +218,7 @@ func TestSelectWithDefaultLetsTheOthersRun(t *testing.T) {
 				func() {
 					for {
 						c := yield.R(ch)
-						if yield.Select(true, c) == 0 {
+						if yield.Hook.Select(true, c) == 0 {
 							got = c.V
 							return
 						}
@@ -240,26 +240,26 @@ func TestSelectOutsideARun(t *testing.T) {
 	full <- 3
 	empty := make(chan int)
 	c0, c1 := yield.R(empty), yield.R(full)
-	if i := yield.Select(false, c0, c1); i != 1 || c1.V != 3 || !c1.OK {
+	if i := yield.Hook.Select(false, c0, c1); i != 1 || c1.V != 3 || !c1.OK {
 		t.Fatalf("Select = %d, %+v", i, c1)
 	}
-	if i := yield.Select(true, yield.R(empty), yield.S(empty, 1)); i != -1 {
+	if i := yield.Hook.Select(true, yield.R(empty), yield.S(empty, 1)); i != -1 {
 		t.Fatalf("Select of nothing ready = %d, want the default", i)
 	}
 	closed := make(chan error)
 	close(closed)
 	c := yield.R(closed)
-	if i := yield.Select(false, c); i != 0 || c.OK || c.V != nil {
+	if i := yield.Hook.Select(false, c); i != 0 || c.OK || c.V != nil {
 		t.Fatalf("Select of a closed channel = %d, %+v", i, c)
 	}
 	var nilCh chan int
 	out := make(chan int, 1)
-	if i := yield.Select(false, yield.S(nilCh, 1), yield.S(out, 2)); i != 1 || <-out != 2 {
+	if i := yield.Hook.Select(false, yield.S(nilCh, 1), yield.S(out, 2)); i != 1 || <-out != 2 {
 		t.Fatalf("Select with a nil channel = %d", i)
 	}
 }
 
-// A WaitGroup's goroutines are under control, and a Wait passes the baton
+// A hookWaitGroup's goroutines are under control, and a Wait passes the baton
 // until they are done, without falling back.
 func TestWaitGroupUnderControl(t *testing.T) {
 	for seed := range uint64(20) {
@@ -268,13 +268,13 @@ func TestWaitGroupUnderControl(t *testing.T) {
 		var after int64
 		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()}, func() {
 			for range 3 {
-				yield.WG(&wg).Go(func() {
+				yield.Hook.WG(&wg).Go(func() {
 					yield.P(&n).Add(1)
-					yield.Point()
+					yield.Hook.Point()
 					yield.P(&n).Add(1)
 				})
 			}
-			yield.WG(&wg).Wait()
+			yield.Hook.WG(&wg).Wait()
 			after = n.Load()
 		})
 		if rep.Free || after != 6 {

@@ -185,7 +185,7 @@ func loadPointer(x any) (cellValue, bool) {
 
 // Gosched is runtime.Gosched as a yield point, for code that calls the
 // hooks itself: Spin(runtime.Gosched)().
-func Gosched() { Spin(runtime.Gosched)() }
+func (hooks) Gosched() { Hook.Spin(runtime.Gosched)() }
 
 // Spin is the rewrite of a call of runtime.Gosched, which keeps the call:
 // runtime.Gosched() becomes yield.Spin(runtime.Gosched)(). It returns f.
@@ -193,7 +193,7 @@ func Gosched() { Spin(runtime.Gosched)() }
 // another to do something: it passes the baton to another goroutine that
 // can run, and is passed over until one of the others makes progress
 // (see [Run]); when no other can run, it goes on.
-func Spin(f func()) func() {
+func (hooks) Spin(f func()) func() {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
 			r.spin(g)

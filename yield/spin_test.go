@@ -46,7 +46,7 @@ type spinCounter struct {
 func (c *spinCounter) inc() {
 	c.lock()
 	v := c.n
-	yield.Point()
+	yield.Hook.Point()
 	c.n = v + 1
 	c.free()
 }
@@ -100,7 +100,7 @@ func TestSpinLockWithGosched(t *testing.T) {
 		var held atomic.Bool
 		return func() {
 				for !yield.P(&held).CompareAndSwap(false, true) {
-					yield.Gosched()
+					yield.Hook.Gosched()
 				}
 			}, func() {
 				yield.P(&held).Store(false)
@@ -133,29 +133,29 @@ func TestSpinLockRetryingCompareAndSwap(t *testing.T) {
 	})
 }
 
-// And so does one that spins on TryLock, of a Mutex and of a RWMutex.
+// And so does one that spins on TryLock, of a hookMutex and of a hookRWMutex.
 func TestSpinOnTryLock(t *testing.T) {
 	spinsUnderControl(t, func() (func(), func()) {
 		var mu sync.Mutex
 		return func() {
-				for !yield.M(&mu).TryLock() {
+				for !yield.Hook.M(&mu).TryLock() {
 				}
 			}, func() {
-				yield.M(&mu).Unlock()
+				yield.Hook.M(&mu).Unlock()
 			}
 	})
 	spinsUnderControl(t, func() (func(), func()) {
 		var mu sync.RWMutex
 		return func() {
-				for !yield.RW(&mu).TryLock() {
+				for !yield.Hook.RW(&mu).TryLock() {
 				}
 			}, func() {
-				yield.RW(&mu).Unlock()
+				yield.Hook.RW(&mu).Unlock()
 			}
 	})
 }
 
-// Readers that spin on TryRLock while a writer holds the RWMutex let it
+// Readers that spin on TryRLock while a writer holds the hookRWMutex let it
 // finish its write, and see it whole.
 func TestSpinOnTryRLock(t *testing.T) {
 	guarded(t, func() {
@@ -166,21 +166,21 @@ func TestSpinOnTryRLock(t *testing.T) {
 				var torn atomic.Bool
 				writer := func() {
 					for i := range 3 {
-						yield.RW(&mu).Lock()
+						yield.Hook.RW(&mu).Lock()
 						a = i
-						yield.Point()
+						yield.Hook.Point()
 						b = i
-						yield.RW(&mu).Unlock()
+						yield.Hook.RW(&mu).Unlock()
 					}
 				}
 				reader := func() {
 					for range 3 {
-						for !yield.RW(&mu).TryRLock() {
+						for !yield.Hook.RW(&mu).TryRLock() {
 						}
 						if a != b {
 							torn.Store(true)
 						}
-						yield.RW(&mu).RUnlock()
+						yield.Hook.RW(&mu).RUnlock()
 					}
 				}
 				rep := yield.Run(yield.Options{Seed: seed, Strategy: st, Length: 60, MaxSteps: 100_000}, reader, writer, reader)
@@ -208,7 +208,7 @@ func TestSpinOnLoads(t *testing.T) {
 					},
 					func() {
 						for range 10 {
-							yield.Point()
+							yield.Hook.Point()
 						}
 						yield.P(&ready).Store(7)
 					})
@@ -232,12 +232,12 @@ func TestGoschedHandsOverAtOnce(t *testing.T) {
 				rep := yield.Run(yield.Options{Seed: seed, Strategy: st, Length: 40},
 					func() {
 						for !flag.Load() {
-							yield.Gosched()
+							yield.Hook.Gosched()
 						}
 					},
 					func() {
 						for range 10 {
-							yield.Point()
+							yield.Hook.Point()
 						}
 						flag.Store(true)
 					})
@@ -288,7 +288,7 @@ func TestSpinnerLetsABlockedGoroutineTryAgain(t *testing.T) {
 				rep := yield.Run(yield.Options{Seed: seed, Strategy: st, MaxSteps: 500_000},
 					func() {
 						for yield.P(&got).Load() == 0 {
-							yield.Gosched()
+							yield.Hook.Gosched()
 						}
 						saw = yield.P(&got).Load()
 					},
@@ -311,7 +311,7 @@ func TestLivelockReachesTheStepBound(t *testing.T) {
 			var never atomic.Bool
 			spinGosched := func() {
 				for i := 0; !yield.P(&never).Load() && i <= 5000; i++ {
-					yield.Gosched()
+					yield.Hook.Gosched()
 				}
 			}
 			spinCAS := func() {
@@ -351,7 +351,7 @@ func TestExhaustedRunReturnsWithoutItsSpinners(t *testing.T) {
 		rep := yield.Run(yield.Options{Seed: 1, MaxSteps: 1000, Stall: 300 * time.Millisecond}, func() {
 			defer close(spun)
 			for !yield.P(&stop).Load() {
-				yield.Gosched()
+				yield.Hook.Gosched()
 			}
 		})
 		if !rep.Exhausted || len(rep.Options.Schedule) != 1000 {
@@ -376,7 +376,7 @@ func TestDefaultStepBoundHoldsMemory(t *testing.T) {
 		var stop atomic.Bool
 		rep := yield.Run(yield.Options{Seed: 1}, func() {
 			for i := 0; !yield.P(&stop).Load() && i <= yield.DefaultMaxSteps; i++ {
-				yield.Gosched()
+				yield.Hook.Gosched()
 			}
 		})
 		runtime.GC()
@@ -406,22 +406,22 @@ func TestLeftoversOfAnAbandonedRunStayOut(t *testing.T) {
 	runB := func(seed uint64) yield.Report {
 		var inside atomic.Int32
 		holder := func() {
-			yield.M(&mu).Lock()
+			yield.Hook.M(&mu).Lock()
 			inside.Add(1)
 			for range 4 {
-				yield.Point()
+				yield.Hook.Point()
 				poke()
 			}
 			inside.Add(-1)
-			yield.M(&mu).Unlock()
+			yield.Hook.M(&mu).Unlock()
 		}
 		waiter := func() {
-			yield.Point()
-			yield.M(&mu).Lock()
+			yield.Hook.Point()
+			yield.Hook.M(&mu).Lock()
 			if inside.Load() != 0 {
 				panic("two goroutines inside the mutex")
 			}
-			yield.M(&mu).Unlock()
+			yield.Hook.M(&mu).Unlock()
 		}
 		return yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()}, holder, waiter, waiter)
 	}
@@ -446,25 +446,25 @@ func TestLeftoversOfAnAbandonedRunStayOut(t *testing.T) {
 		for !stop.Load() {
 			select {
 			case reply := <-pokes[i]:
-				yield.M(&own).Lock()
-				yield.M(&own).Unlock()
+				yield.Hook.M(&own).Lock()
+				yield.Hook.M(&own).Unlock()
 				yield.Close(make(chan int))
 				close(reply)
 			default:
 			}
 			yield.P(&spins[i]).Add(1)
-			yield.Gosched()
+			yield.Hook.Gosched()
 		}
 	}
 	aDone := make(chan yield.Report, 1)
 	go func() {
 		aDone <- yield.Run(yield.Options{Seed: 1, Stall: 20 * time.Millisecond}, func() {
-			yield.Go(func() {
+			yield.Hook.Go(func() {
 				for spins[0].Load() < 100 {
 					yield.P(&spins[0]).Add(1)
-					yield.Gosched()
+					yield.Hook.Gosched()
 				}
-				yield.Go(func() { churn(1) })
+				yield.Hook.Go(func() { churn(1) })
 				churn(0)
 			})
 			<-stuck
@@ -505,18 +505,18 @@ func TestLeftoversOfAnAbandonedRunStayOut(t *testing.T) {
 // Outside a controlled run, Gosched and Spin are runtime.Gosched, and the
 // TryLocks are the mutexes'.
 func TestSpinHooksOutsideARun(t *testing.T) {
-	yield.Gosched()
+	yield.Hook.Gosched()
 	called := false
-	yield.Spin(func() { called = true })()
+	yield.Hook.Spin(func() { called = true })()
 	if !called {
 		t.Error("Spin did not return its function")
 	}
 	var mu sync.Mutex
-	if !yield.M(&mu).TryLock() || yield.M(&mu).TryLock() {
+	if !yield.Hook.M(&mu).TryLock() || yield.Hook.M(&mu).TryLock() {
 		t.Error("TryLock of a free mutex failed, or of a held one succeeded")
 	}
 	var rw sync.RWMutex
-	if !yield.RW(&rw).TryRLock() || yield.RW(&rw).TryLock() {
-		t.Error("TryRLock of a free RWMutex failed, or TryLock under a read lock succeeded")
+	if !yield.Hook.RW(&rw).TryRLock() || yield.Hook.RW(&rw).TryLock() {
+		t.Error("TryRLock of a free hookRWMutex failed, or TryLock under a read lock succeeded")
 	}
 }

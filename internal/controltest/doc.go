@@ -15,7 +15,7 @@ import (
 	"github.com/retrybudget/retrybudget/yield"
 )
 
-var _ = yield.Mark()
+var _ = yield.Hook.Mark()
 
 func cost(m model.TokenBucket, k budget.Kind) int64 {
 	if k == budget.Throttled {
@@ -128,8 +128,8 @@ func (b *Locked) Retry(k budget.Kind) bool {
 	if !k.IsRetry() {
 		return false
 	}
-	yield.M(&b.mu).Lock()
-	defer yield.M(&b.mu).Unlock()
+	yield.Hook.M(&b.mu).Lock()
+	defer yield.Hook.M(&b.mu).Unlock()
 	c := cost(b.m, k)
 	if yield.P(&b.tokens).Load() < c {
 		return false
@@ -139,8 +139,8 @@ func (b *Locked) Retry(k budget.Kind) bool {
 }
 
 func (b *Locked) Success(k budget.Kind) {
-	yield.M(&b.mu).Lock()
-	defer yield.M(&b.mu).Unlock()
+	yield.Hook.M(&b.mu).Lock()
+	defer yield.Hook.M(&b.mu).Unlock()
 	t := yield.P(&b.tokens).Load()
 	yield.P(&b.tokens).Store(min(t+credit(b.m, k), b.m.Capacity))
 }

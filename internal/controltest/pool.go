@@ -34,14 +34,14 @@ func NewPool(m model.TokenBucket, workers int, checkThenAct bool) *Pool {
 	p := &Pool{m: m, checkThenAct: checkThenAct, req: make(chan request), stop: make(chan struct{})}
 	p.tokens.Store(m.Capacity)
 	for range workers {
-		yield.Go(p.serve)
+		yield.Hook.Go(p.serve)
 	}
 	return p
 }
 
 func (p *Pool) serve() {
 	for {
-		switch c0, c1 := yield.R(p.req), yield.R(p.stop); yield.Select(false, c0, c1) {
+		switch c0, c1 := yield.R(p.req), yield.R(p.stop); yield.Hook.Select(false, c0, c1) {
 		case 0:
 			r := c0.V
 			yield.Send(r.reply, p.handle(r))

@@ -180,7 +180,7 @@ func (s Subject[S]) Guard(during string, f func() error) error {
 	return Guard(during, s.Watchdog, f)
 }
 
-// Balance returns, if the model reports a balance (model.Balancer) and the
+// Balance returns, if the model reports a balance (model.Balanced) and the
 // budget b has an Available() float64 method, a function that compares the
 // two for a model state, to a thousandth (see withinMilli): the model
 // counts whole milli-units and keeps the fraction of a continuous refill
@@ -189,7 +189,7 @@ func (s Subject[S]) Guard(during string, f func() error) error {
 // and passes; one that gains or loses a whole milli-unit (8.001, 7.999)
 // does not. It returns nil when there is nothing to compare.
 func (s Subject[S]) Balance(b budget.Budget) func(S) error {
-	bm, ok := s.Model.(model.Balancer[S])
+	bm, ok := s.Model.(model.Balanced[S])
 	if !ok {
 		return nil
 	}

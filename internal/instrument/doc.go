@@ -18,17 +18,17 @@
 //   - calls and method values of the methods of atomic.Int32, Int64,
 //     Uint32, Uint64, Uintptr, Bool, Value and Pointer[T] get their
 //     receiver wrapped as a pointer: b.n.Load() -> ryield.P(&b.n).Load(),
-//     and sync.Once's Do goes through ryield.O: o.Do(f) -> ryield.O(&o).Do(f),
+//     and sync.Once's Do goes through ryield.O: o.Do(f) -> ryield.Hook.O(&o).Do(f),
 //     sync.WaitGroup's Go and Wait through ryield.WG:
-//     wg.Go(f) -> ryield.WG(&wg).Go(f) (Add and Done stay as they are),
+//     wg.Go(f) -> ryield.Hook.WG(&wg).Go(f) (Add and Done stay as they are),
 //     and sync.Cond's Wait, Signal and Broadcast through ryield.C:
-//     b.cond.Wait() -> ryield.C(b.cond).Wait();
+//     b.cond.Wait() -> ryield.Hook.C(b.cond).Wait();
 //   - sync.Mutex's Lock, Unlock and TryLock go through ryield.M, and
 //     sync.RWMutex's Lock, Unlock, RLock, RUnlock, TryLock, TryRLock and
-//     RLocker through ryield.RW: b.mu.Lock() -> ryield.M(&b.mu).Lock(),
-//     defer b.mu.Unlock() -> defer ryield.M(&b.mu).Unlock(). A receiver
+//     RLocker through ryield.RW: b.mu.Lock() -> ryield.Hook.M(&b.mu).Lock(),
+//     defer b.mu.Unlock() -> defer ryield.Hook.M(&b.mu).Unlock(). A receiver
 //     reached through embedded fields is spelled with those fields:
-//     b.Lock() -> ryield.M(&b.Mutex).Lock();
+//     b.Lock() -> ryield.Hook.M(&b.Mutex).Lock();
 //   - channel sends ch <- v become ryield.Send(ch, v), with the element
 //     type as a type argument when v's type differs from it
 //     (ryield.Send[error](errs, &myErr{})); receives <-ch become
@@ -41,30 +41,30 @@
 //     -> defer ryield.Close(ch);
 //   - calls of runtime.Gosched get the function wrapped in ryield.Spin,
 //     which returns it, so the call is still made:
-//     runtime.Gosched() -> ryield.Spin(runtime.Gosched)(); in a controlled
+//     runtime.Gosched() -> ryield.Hook.Spin(runtime.Gosched)(); in a controlled
 //     run the goroutine then counts as spinning and passes the baton on
 //     (see package yield). The calls of go and defer statements
 //     (go runtime.Gosched(), defer runtime.Gosched()) are left, the first
 //     as its go statement is rewritten;
 //   - calls of time.Sleep get the function wrapped in ryield.Sleeper,
 //     which returns yield.Sleep: time.Sleep(d) ->
-//     ryield.Sleeper(time.Sleep)(d); under control the goroutine then
+//     ryield.Hook.Sleeper(time.Sleep)(d); under control the goroutine then
 //     waits as on a timer's channel, passing the baton meanwhile, instead
 //     of keeping it while it sleeps (the call of a go statement is left,
 //     as its go statement is rewritten);
 //   - a go statement starts its goroutine through ryield.Go, its function
 //     value and arguments still evaluated by the goroutine that runs it,
 //     in a block on the statement's lines:
-//     go F(a, b) -> { ryield_f, ryield_0, ryield_1 := F, a, b; ryield.Go(func() { ryield_f(ryield_0, ryield_1) }) }.
+//     go F(a, b) -> { ryield_f, ryield_0, ryield_1 := F, a, b; ryield.Hook.Go(func() { ryield_f(ryield_0, ryield_1) }) }.
 //     What needs no evaluation is not bound but goes into the closure:
 //     a declared function (f, pkg.F, g[int], and a generic g called
 //     without type arguments, which := could not take), a constant or nil
 //     argument (:= would give it its default type), a declared function
 //     as an argument; a spread keeps its ...; with nothing to bind the
-//     call goes as it is, go f(1) -> ryield.Go(func() { f(1) }), and a
+//     call goes as it is, go f(1) -> ryield.Hook.Go(func() { f(1) }), and a
 //     call of a func() with no arguments goes as a value:
-//     go func() { ... }() -> ryield.Go(func() { ... }),
-//     go s.run() -> ryield.Go(s.run). A method value (x.m, bound as
+//     go func() { ... }() -> ryield.Hook.Go(func() { ... }),
+//     go s.run() -> ryield.Hook.Go(s.run). A method value (x.m, bound as
 //     ryield_f := x.m) takes its receiver, or &x, there, as the go
 //     statement did. The temporaries are named ryield_ and a suffix, or
 //     another prefix if a name of the file or the package starts so;
@@ -72,16 +72,16 @@
 //     ryield.Select (below); one that cannot be rewritten so (see what is
 //     not), select {} and a select with only a default case get a yield
 //     point before them, and before their labels if they have any:
-//     ryield.Point(); L: select { ... };
+//     ryield.Hook.Point(); L: select { ... };
 //   - every rewritten file gets the import on its package clause's line
-//     and a marker, var _ = ryield.Mark(), on a line appended at its end.
+//     and a marker, var _ = ryield.Hook.Mark(), on a line appended at its end.
 //
 // A select statement becomes a switch whose init evaluates the channels
 // and the values to send, once and in order, as entering the select did,
 // and whose tag, ryield.Select, chooses the case; a case's receive assigns
 // from what its case got:
 //
-//	select {                switch ryield_0, ryield_1, ryield_2 := ryield.R(a), ryield.S(b, x), ryield.R(c); ryield.Select(true, ryield_0, ryield_1, ryield_2) {
+//	select {                switch ryield_0, ryield_1, ryield_2 := ryield.R(a), ryield.S(b, x), ryield.R(c); ryield.Hook.Select(true, ryield_0, ryield_1, ryield_2) {
 //	case v := <-a:          case 0: v := ryield_0.V;
 //	case b <- x:       ->   case 1:
 //	case w, ok = <-c:       case 2: w, ok = ryield_2.V, ryield_2.OK;
@@ -116,7 +116,7 @@
 //     or a case body, and its store is moved after a yield point of its
 //     own, W, whose step is taken to touch shared memory unless a mutex is
 //     held (a P's step after a read is taken to be local): b.tokens = x - c ->
-//     ryield.Point(); b.tokens = ryield.W(x - c), with the field's type as
+//     ryield.Hook.Point(); b.tokens = ryield.W(x - c), with the field's type as
 //     a type argument when the value's is another one
 //     (ryield.W[error](&myErr{}), ryield.W[int64](0)) or as it is when that
 //     type cannot be spelled in the file; an assignment of a value that is
@@ -124,8 +124,8 @@
 //     the reads in the values of an assignment that W cannot wrap;
 //   - an assignment operation or an increment whose left-hand side is a
 //     chain of field selectors of a variable is spelled as an assignment:
-//     b.tokens -= c -> ryield.Point(); b.tokens = ryield.W(b.tokens - c),
-//     b.tokens++ -> ryield.Point(); b.tokens = ryield.W(b.tokens + 1); other
+//     b.tokens -= c -> ryield.Hook.Point(); b.tokens = ryield.W(b.tokens - c),
+//     b.tokens++ -> ryield.Hook.Point(); b.tokens = ryield.W(b.tokens + 1); other
 //     ones (b.m[k]++, get(b).n -= c), which would evaluate their operands
 //     twice, and assignments of several values only get the yield point
 //     before them.

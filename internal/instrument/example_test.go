@@ -65,12 +65,12 @@ func (c *Counter) Inc(done chan<- int) {
 	// }
 	//
 	// func (c *Counter) Inc(done chan<- int) {
-	// 	ryield.M(&c.mu).Lock()
-	// 	defer ryield.M(&c.mu).Unlock()
+	// 	ryield.Hook.M(&c.mu).Lock()
+	// 	defer ryield.Hook.M(&c.mu).Unlock()
 	// 	c.n++
 	// 	ryield.Send(done, c.n)
 	// }
-	// var _ = ryield.Mark()
+	// var _ = ryield.Hook.Mark()
 }
 
 // Rewrite the packages of the module in the current directory, tests

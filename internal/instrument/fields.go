@@ -235,9 +235,9 @@ func (r *rewriter) unsafeCall(call *ast.CallExpr) bool {
 // select case's communication), and moves the store after a yield point of
 // its own:
 //
-//	b.tokens = x - c -> ryield.Point(); b.tokens = ryield.W(x - c)
-//	b.tokens -= c    -> ryield.Point(); b.tokens = ryield.W(b.tokens - c)
-//	b.tokens++       -> ryield.Point(); b.tokens = ryield.W(b.tokens + 1)
+//	b.tokens = x - c -> ryield.Hook.Point(); b.tokens = ryield.W(x - c)
+//	b.tokens -= c    -> ryield.Hook.Point(); b.tokens = ryield.W(b.tokens - c)
+//	b.tokens++       -> ryield.Hook.Point(); b.tokens = ryield.W(b.tokens + 1)
 //
 // An assignment of one value gets its value wrapped, with the type of the
 // left-hand side as P's type argument when the value's type is not that
@@ -262,7 +262,7 @@ func (r *rewriter) fieldWrite(s ast.Stmt, depth int) {
 	if !r.plain[s] || !slices.ContainsFunc(lhs, r.access) {
 		return
 	}
-	r.insert(s.Pos(), r.name+".Point(); ", depth, false)
+	r.insert(s.Pos(), r.name+".Hook.Point(); ", depth, false)
 	r.points++
 	switch s := s.(type) {
 	case *ast.AssignStmt:

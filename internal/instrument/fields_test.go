@@ -122,16 +122,16 @@ func f(b *B, x, c int64, s uint) {
 `,
 			want: `
 func f(b *B, x, c int64, s uint) {
-	ryield.Point(); b.tokens = ryield.W(x - c)
-	ryield.Point(); b.tokens = ryield.W(b.other)
-	ryield.Point(); b.tokens = ryield.W(ryield.P(b.tokens) - c)
-	ryield.Point(); b.tokens = ryield.W[int64](0)
-	ryield.Point(); b.tokens = ryield.W[int64](1 << s)
-	ryield.Point(); b.ok = ryield.W[bool](x == c)
-	ryield.Point(); b.s.n = ryield.W(int(x))
-	ryield.Point(); b.m["k"] = ryield.W(x)
-	ryield.Point(); b.arr[1] = ryield.W(x)
-	ryield.Point(); b.buf = ryield.W[[]byte](nil)
+	ryield.Hook.Point(); b.tokens = ryield.W(x - c)
+	ryield.Hook.Point(); b.tokens = ryield.W(b.other)
+	ryield.Hook.Point(); b.tokens = ryield.W(ryield.P(b.tokens) - c)
+	ryield.Hook.Point(); b.tokens = ryield.W[int64](0)
+	ryield.Hook.Point(); b.tokens = ryield.W[int64](1 << s)
+	ryield.Hook.Point(); b.ok = ryield.W[bool](x == c)
+	ryield.Hook.Point(); b.s.n = ryield.W(int(x))
+	ryield.Hook.Point(); b.m["k"] = ryield.W(x)
+	ryield.Hook.Point(); b.arr[1] = ryield.W(x)
+	ryield.Hook.Point(); b.buf = ryield.W[[]byte](nil)
 }
 `,
 			points: 21,
@@ -157,18 +157,18 @@ func f(b *B, c, d int64) {
 `,
 			want: `
 func f(b *B, c, d int64) {
-	ryield.Point(); b.tokens = ryield.W(b.tokens - c)
-	ryield.Point(); b.tokens = ryield.W(b.tokens + 1)
-	ryield.Point(); b.tokens = ryield.W(b.tokens - 1)
-	ryield.Point(); b.tokens = ryield.W(b.tokens + (c - d))
-	ryield.Point(); b.tokens = ryield.W(b.tokens << 1)
-	ryield.Point(); b.s.n = ryield.W(b.s.n * 2)
-	ryield.Point(); b.p.n = ryield.W(b.p.n + 1)
-	ryield.Point(); b.next.next.tokens = ryield.W(b.next.next.tokens - ryield.P(b.other))
-	ryield.Point(); (b.tokens) = ryield.W((b.tokens) + -c)
-	ryield.Point(); b.tokens = ryield.W(b.tokens - /* cost */ c)
-	ryield.Point(); b.tokens= ryield.W(b.tokens - -c)
-	ryield.Point(); b.tokens = ryield.W(b.tokens -
+	ryield.Hook.Point(); b.tokens = ryield.W(b.tokens - c)
+	ryield.Hook.Point(); b.tokens = ryield.W(b.tokens + 1)
+	ryield.Hook.Point(); b.tokens = ryield.W(b.tokens - 1)
+	ryield.Hook.Point(); b.tokens = ryield.W(b.tokens + (c - d))
+	ryield.Hook.Point(); b.tokens = ryield.W(b.tokens << 1)
+	ryield.Hook.Point(); b.s.n = ryield.W(b.s.n * 2)
+	ryield.Hook.Point(); b.p.n = ryield.W(b.p.n + 1)
+	ryield.Hook.Point(); b.next.next.tokens = ryield.W(b.next.next.tokens - ryield.P(b.other))
+	ryield.Hook.Point(); (b.tokens) = ryield.W((b.tokens) + -c)
+	ryield.Hook.Point(); b.tokens = ryield.W(b.tokens - /* cost */ c)
+	ryield.Hook.Point(); b.tokens= ryield.W(b.tokens - -c)
+	ryield.Hook.Point(); b.tokens = ryield.W(b.tokens -
 		c)
 }
 `,
@@ -191,11 +191,11 @@ func f(b *B, bs []B, i int, c int64) {
 func get(b *B) *B { return b }
 
 func f(b *B, bs []B, i int, c int64) {
-	ryield.Point(); b.arr[i]++
-	ryield.Point(); b.m["k"] -= c
-	ryield.Point(); get(b).tokens++
-	ryield.Point(); bs[i].tokens -= c
-	ryield.Point(); (*b).tokens++
+	ryield.Hook.Point(); b.arr[i]++
+	ryield.Hook.Point(); b.m["k"] -= c
+	ryield.Hook.Point(); get(b).tokens++
+	ryield.Hook.Point(); bs[i].tokens -= c
+	ryield.Hook.Point(); (*b).tokens++
 }
 `,
 			points: 5,
@@ -227,7 +227,7 @@ func f(b *B, ch chan int64) {
 	}
 	for b.tokens = range 3 {
 	}
-	switch ryield_0 := ryield.R(/*line /src/p/p.go:33:20*/ch); ryield.Select(false, ryield_0)/*line /src/p/p.go:32:8*/ {
+	switch ryield_0 := ryield.R(/*line /src/p/p.go:33:20*/ch); ryield.Hook.Select(false, ryield_0)/*line /src/p/p.go:32:8*/ {
 	default: b.tokens = ryield_0.V;
 	}
 }
@@ -252,11 +252,11 @@ func f(a *B, x int64) {
 func two() (int64, int64) { return 0, 0 }
 
 func f(a *B, x int64) {
-	ryield.Point(); a.tokens, a.other = ryield.W(a.other), ryield.W(a.tokens)
-	ryield.Point(); a.tokens, x = two()
-	ryield.Point(); a.s.n, x = 1, 2
+	ryield.Hook.Point(); a.tokens, a.other = ryield.W(a.other), ryield.W(a.tokens)
+	ryield.Hook.Point(); a.tokens, x = two()
+	ryield.Hook.Point(); a.s.n, x = 1, 2
 	var ok bool
-	ryield.Point(); a.tokens, ok = a.m["k"]
+	ryield.Hook.Point(); a.tokens, ok = a.m["k"]
 	_, _ = x, ok
 }
 `,
@@ -289,14 +289,14 @@ type myErr struct{}
 func (*myErr) Error() string { return "" }
 
 func f(b *B) {
-	ryield.Point(); b.err = ryield.W(errors.New("x"))
-	ryield.Point(); b.err = ryield.W[error](&myErr{})
-	ryield.Point(); b.err = ryield.W[error](nil)
+	ryield.Hook.Point(); b.err = ryield.W(errors.New("x"))
+	ryield.Hook.Point(); b.err = ryield.W[error](&myErr{})
+	ryield.Hook.Point(); b.err = ryield.W[error](nil)
 }
 
 func shadowed(b *B) {
 	type error = int
-	ryield.Point(); b.err = &myErr{}
+	ryield.Hook.Point(); b.err = &myErr{}
 }
 `,
 			points: 7,
@@ -328,13 +328,13 @@ func id[T any](x T) T { return x }
 type funcs struct{ f func(int) int }
 
 func set[T any](b *box[T], x T) T {
-	ryield.Point(); b.v = ryield.W(x)
+	ryield.Hook.Point(); b.v = ryield.W(x)
 	return ryield.P(b.v)
 }
 
 func f(fs *funcs) {
-	ryield.Point(); fs.f = ryield.W[func(int) int](id)
-	ryield.Point(); fs.f = ryield.W[func(int) int](id[int])
+	ryield.Hook.Point(); fs.f = ryield.W[func(int) int](id)
+	ryield.Hook.Point(); fs.f = ryield.W[func(int) int](id[int])
 }
 `,
 			points: 7,
@@ -359,15 +359,15 @@ L:
 			want: `
 func f(b *B, k int, ch chan int) {
 L:
-	ryield.Point(); b.tokens = ryield.W(b.tokens + 1)
+	ryield.Hook.Point(); b.tokens = ryield.W(b.tokens + 1)
 	switch k {
 	case 1:
-		ryield.Point(); b.tokens = ryield.W[int64](1)
+		ryield.Hook.Point(); b.tokens = ryield.W[int64](1)
 		goto L
 	}
-	switch ryield_0 := ryield.R(/*line /src/p/p.go:32:9*/ch); ryield.Select(false, ryield_0)/*line /src/p/p.go:31:8*/ {
+	switch ryield_0 := ryield.R(/*line /src/p/p.go:32:9*/ch); ryield.Hook.Select(false, ryield_0)/*line /src/p/p.go:31:8*/ {
 	default:
-		ryield.Point(); b.other = ryield.W(b.other - 1)
+		ryield.Hook.Point(); b.other = ryield.W(b.other - 1)
 	}
 }
 `,
@@ -413,14 +413,14 @@ type counted struct {
 }
 
 func f(c *counted) {
-	ryield.M(&c.mu).Lock()
-	ryield.Point(); c.total = ryield.W(ryield.Recv(ryield.P(c.ch)))
-	ryield.Point(); c.total = ryield.W(c.total + ryield.Recv(ryield.P(c.ch)))
+	ryield.Hook.M(&c.mu).Lock()
+	ryield.Hook.Point(); c.total = ryield.W(ryield.Recv(ryield.P(c.ch)))
+	ryield.Hook.Point(); c.total = ryield.W(c.total + ryield.Recv(ryield.P(c.ch)))
 	ryield.Send(ryield.P(c.ch), ryield.P(c.total))
-	ryield.Point(); c.total = ryield.W(atomic.AddInt64(ryield.P(&c.raw), ryield.P(c.total)))
+	ryield.Hook.Point(); c.total = ryield.W(atomic.AddInt64(ryield.P(&c.raw), ryield.P(c.total)))
 	ryield.P(&c.hits).Store(ryield.P(c.total))
 	mu := c.pmu
-	ryield.M(mu).Unlock()
+	ryield.Hook.M(mu).Unlock()
 }
 `,
 			points: 19,
@@ -445,7 +445,7 @@ var global B
 
 func f() {
 	count++
-	ryield.Point(); global.tokens = ryield.W(global.tokens + 1)
+	ryield.Hook.Point(); global.tokens = ryield.W(global.tokens + 1)
 	_ = count + ryield.P(global.other)
 }
 `,
@@ -487,8 +487,8 @@ func f(p *image.Point, r image.Rectangle) int {
 }
 
 func g(r *rect) int {
-	ryield.Point(); r.min.X = ryield.W(r.min.X + 1)
-	ryield.Point(); r.max.Y = ryield.W[int](1)
+	ryield.Hook.Point(); r.min.X = ryield.W(r.min.X + 1)
+	ryield.Hook.Point(); r.max.Y = ryield.W[int](1)
 	return ryield.P(r.min.Y) + ryield.P(r.max.X)
 }
 `,
@@ -520,13 +520,13 @@ func use(...any) {}
 func (b *B) get(int64) func() { return func() {} }
 
 func f(b *B, out chan int64) {
-	{ ryield_0, ryield_1 := ryield.P(b.tokens), ryield.P(b.s.n); ryield.Go(func() { use(ryield_0, ryield_1) }) }
-	ryield.Go(b.get(b.other))
-	{ ryield_f := b.f; ryield.Go(func() { ryield_f() }) }
-	switch ryield_0, ryield_1, ryield_2, ryield_3 := ryield.S(/*line /src/p/p.go:32:7*/ryield.P(b.ch), ryield.P(b.tokens)), ryield.R(/*line /src/p/p.go:33:14*/ryield.P(b.ch)), ryield.S(/*line /src/p/p.go:35:7*/out, ryield.P(b.arr[ryield.P(b.s.n)])), ryield.R(/*line /src/p/p.go:36:19*/out); ryield.Select(false, ryield_0, ryield_1, ryield_2, ryield_3)/*line /src/p/p.go:31:8*/ {
+	{ ryield_0, ryield_1 := ryield.P(b.tokens), ryield.P(b.s.n); ryield.Hook.Go(func() { use(ryield_0, ryield_1) }) }
+	ryield.Hook.Go(b.get(b.other))
+	{ ryield_f := b.f; ryield.Hook.Go(func() { ryield_f() }) }
+	switch ryield_0, ryield_1, ryield_2, ryield_3 := ryield.S(/*line /src/p/p.go:32:7*/ryield.P(b.ch), ryield.P(b.tokens)), ryield.R(/*line /src/p/p.go:33:14*/ryield.P(b.ch)), ryield.S(/*line /src/p/p.go:35:7*/out, ryield.P(b.arr[ryield.P(b.s.n)])), ryield.R(/*line /src/p/p.go:36:19*/out); ryield.Hook.Select(false, ryield_0, ryield_1, ryield_2, ryield_3)/*line /src/p/p.go:31:8*/ {
 	case 0:
 	case 1: v := ryield_1.V;
-		ryield.Point(); b.other = ryield.W(v)
+		ryield.Hook.Point(); b.other = ryield.W(v)
 	case 2:
 	default: b.other = ryield_3.V;
 	}
@@ -547,11 +547,11 @@ func f(b *B) {
 `,
 			want: `
 func f(b *B) {
-	ryield.Go(func() {
-		ryield.Point(); b.tokens = ryield.W(b.tokens - 1)
+	ryield.Hook.Go(func() {
+		ryield.Hook.Point(); b.tokens = ryield.W(b.tokens - 1)
 	})
 	defer func() { _ = ryield.P(b.tokens) }()
-	ryield.Point(); b.f = ryield.W(func() int { return int(ryield.P(b.other)) })
+	ryield.Hook.Point(); b.f = ryield.W(func() int { return int(ryield.P(b.other)) })
 }
 `,
 			points: 7,
@@ -572,7 +572,7 @@ func f(b *B) {
 			}
 			// Without Fields, none of it is rewritten but the
 			// synchronization.
-			if plain, _ := rewrite(t, prefix+tc.src); strings.Contains(plain, "ryield.P(b.") || strings.Contains(plain, "ryield.Point(); b.") {
+			if plain, _ := rewrite(t, prefix+tc.src); strings.Contains(plain, "ryield.P(b.") || strings.Contains(plain, "ryield.Hook.Point(); b.") {
 				t.Errorf("File() without Fields rewrote fields:\n%s", plain)
 			}
 		})

@@ -66,7 +66,7 @@ func FileWith(fset *token.FileSet, f *ast.File, src []byte, info *types.Info, op
 	pkgPos := fset.PositionFor(f.Package, false)
 	r.insert(f.Package, fmt.Sprintf("/*line %s:%d:%d*/", tf.Name(), pkgPos.Line, pkgPos.Column), 0, false)
 	r.insert(f.Name.End(), fmt.Sprintf("; import %s %s", r.name, strconv.Quote(YieldPath)), 0, false)
-	marker := fmt.Sprintf("var _ = %s.Mark()\n", r.name)
+	marker := fmt.Sprintf("var _ = %s.Hook.Mark()\n", r.name)
 	if len(src) > 0 && src[len(src)-1] != '\n' {
 		marker = "\n" + marker
 	}
@@ -390,7 +390,7 @@ func (r *rewriter) selects(list []ast.Stmt, depth int) {
 		}
 		if sel, ok := inner.(*ast.SelectStmt); ok {
 			if !r.selectStmt(sel, depth) {
-				r.insert(s.Pos(), r.name+".Point(); ", depth, false)
+				r.insert(s.Pos(), r.name+".Hook.Point(); ", depth, false)
 			}
 			r.points++
 		}
@@ -427,11 +427,11 @@ var hooks = map[[2]string]struct {
 	hook    string
 	methods map[string]bool // nil: every method
 }{
-	{"sync", "Mutex"}:          {"M", set("Lock", "Unlock", "TryLock")},
-	{"sync", "RWMutex"}:        {"RW", set("Lock", "Unlock", "RLock", "RUnlock", "TryLock", "TryRLock", "RLocker")},
-	{"sync", "Once"}:           {"O", set("Do")},
-	{"sync", "Cond"}:           {"C", set("Wait", "Signal", "Broadcast")},
-	{"sync", "WaitGroup"}:      {"WG", set("Go", "Wait")},
+	{"sync", "Mutex"}:          {"Hook.M", set("Lock", "Unlock", "TryLock")},
+	{"sync", "RWMutex"}:        {"Hook.RW", set("Lock", "Unlock", "RLock", "RUnlock", "TryLock", "TryRLock", "RLocker")},
+	{"sync", "Once"}:           {"Hook.O", set("Do")},
+	{"sync", "Cond"}:           {"Hook.C", set("Wait", "Signal", "Broadcast")},
+	{"sync", "WaitGroup"}:      {"Hook.WG", set("Go", "Wait")},
 	{"sync/atomic", "Int32"}:   {"P", nil},
 	{"sync/atomic", "Int64"}:   {"P", nil},
 	{"sync/atomic", "Uint32"}:  {"P", nil},
@@ -452,8 +452,8 @@ func set(names ...string) map[string]bool {
 
 // method wraps the receiver of a method of a type in hooks, called or
 // taken as a method value, in the hook as a pointer:
-// b.mu.Lock() -> ryield.M(&b.mu).Lock(), p.Add(1) -> ryield.P(p).Add(1),
-// and through embedded fields, s.Lock() -> ryield.M(&s.Mutex).Lock().
+// b.mu.Lock() -> ryield.Hook.M(&b.mu).Lock(), p.Add(1) -> ryield.P(p).Add(1),
+// and through embedded fields, s.Lock() -> ryield.Hook.M(&s.Mutex).Lock().
 func (r *rewriter) method(sel *ast.SelectorExpr, depth int) {
 	s := r.info.Selections[sel]
 	if s == nil || s.Kind() != types.MethodVal {

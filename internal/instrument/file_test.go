@@ -24,18 +24,18 @@ import (
 
 func P[T any](x T) T { return x }
 func W[T any](x T) T { return x }
-func Point() {}
+func (hooks) Point() {}
 
 type Mutex struct{ m *sync.Mutex }
 
-func M(m *sync.Mutex) Mutex { return Mutex{m} }
+func (hooks) M(m *sync.Mutex) Mutex { return Mutex{m} }
 func (m Mutex) Lock()         { m.m.Lock() }
 func (m Mutex) Unlock()       { m.m.Unlock() }
 func (m Mutex) TryLock() bool { return m.m.TryLock() }
 
 type RWMutex struct{ m *sync.RWMutex }
 
-func RW(m *sync.RWMutex) RWMutex       { return RWMutex{m} }
+func (hooks) RW(m *sync.RWMutex) RWMutex       { return RWMutex{m} }
 func (m RWMutex) Lock()                 { m.m.Lock() }
 func (m RWMutex) Unlock()               { m.m.Unlock() }
 func (m RWMutex) RLock()                { m.m.RLock() }
@@ -48,29 +48,29 @@ func Send[T any](ch chan<- T, v T)         { ch <- v }
 func Recv[T any](ch <-chan T) T            { return <-ch }
 func Recv2[T any](ch <-chan T) (T, bool)   { v, ok := <-ch; return v, ok }
 func Range[T any](ch <-chan T) func(func(T) bool) { return func(func(T) bool) {} }
-func Mark() bool                           { return true }
+func (hooks) Mark() bool                           { return true }
 
-func Go(fn func())             { go fn() }
-func Gosched()                 {}
-func Spin(f func()) func()     { return f }
-func Sleeper(f func(time.Duration)) func(time.Duration) { return f }
+func (hooks) Go(fn func())             { go fn() }
+func (hooks) Gosched()                 {}
+func (hooks) Spin(f func()) func()     { return f }
+func (hooks) Sleeper(f func(time.Duration)) func(time.Duration) { return f }
 func Close[T any](ch chan<- T) { close(ch) }
 
 type Once struct{ o *sync.Once }
 
-func O(o *sync.Once) Once     { return Once{o} }
+func (hooks) O(o *sync.Once) Once     { return Once{o} }
 func (h Once) Do(f func())    { h.o.Do(f) }
 
 type Cond struct{ c *sync.Cond }
 
-func C(c *sync.Cond) Cond   { return Cond{c} }
+func (hooks) C(c *sync.Cond) Cond   { return Cond{c} }
 func (h Cond) Wait()        { h.c.Wait() }
 func (h Cond) Signal()      { h.c.Signal() }
 func (h Cond) Broadcast()   { h.c.Broadcast() }
 
 type WaitGroup struct{ wg *sync.WaitGroup }
 
-func WG(wg *sync.WaitGroup) WaitGroup { return WaitGroup{wg} }
+func (hooks) WG(wg *sync.WaitGroup) WaitGroup { return WaitGroup{wg} }
 func (h WaitGroup) Go(f func())       { h.wg.Go(f) }
 func (h WaitGroup) Wait()             { h.wg.Wait() }
 
@@ -93,7 +93,11 @@ type SendCase[T any] struct {
 func S[T any](ch chan<- T, v T) *SendCase[T] { return &SendCase[T]{ch, v} }
 func (*SendCase[T]) isCase()                 {}
 
-func Select(hasDefault bool, cases ...Case) int { return -1 }
+func (hooks) Select(hasDefault bool, cases ...Case) int { return -1 }
+
+type hooks struct{}
+
+var Hook hooks
 `
 
 // testImporter imports the standard library from export data and package
@@ -322,7 +326,7 @@ func isSubsequence(sub, seq []string) bool {
 // import name is ryield.
 const (
 	header = `/*line /src/p/p.go:1:1*/package p; import ryield "github.com/retrybudget/retrybudget/yield"`
-	footer = "var _ = ryield.Mark()\n"
+	footer = "var _ = ryield.Hook.Mark()\n"
 )
 
 func TestFile(t *testing.T) {
@@ -517,20 +521,20 @@ type locked struct {
 type lockedPointer struct{ *sync.Mutex }
 
 func (b *B) inc() {
-	ryield.M(&b.mu).Lock()
-	defer ryield.M(&b.mu).Unlock()
+	ryield.Hook.M(&b.mu).Lock()
+	defer ryield.Hook.M(&b.mu).Unlock()
 	b.n++
 }
 
 func f(b *B, l *locked, lp lockedPointer, mu *sync.Mutex) bool {
-	ryield.M(&l.Mutex).Lock()
+	ryield.Hook.M(&l.Mutex).Lock()
 	l.n++
-	ryield.M(&l.Mutex).Unlock()
-	ryield.M(lp.Mutex).Lock()
-	ryield.M(lp.Mutex).Unlock()
-	unlock := ryield.M(&b.mu).Unlock
+	ryield.Hook.M(&l.Mutex).Unlock()
+	ryield.Hook.M(lp.Mutex).Lock()
+	ryield.Hook.M(lp.Mutex).Unlock()
+	unlock := ryield.Hook.M(&b.mu).Unlock
 	_ = unlock
-	return ryield.M(mu).TryLock()
+	return ryield.Hook.M(mu).TryLock()
 }
 `,
 			points: 8,
@@ -564,13 +568,13 @@ type cache struct {
 }
 
 func f(c cache, rw sync.RWMutex) (int, bool) {
-	ryield.RW(c.RWMutex).RLock()
-	defer ryield.RW(c.RWMutex).RUnlock()
-	ryield.RW(&rw).Lock()
-	ryield.RW(&rw).Unlock()
-	_ = ryield.RW(&rw).TryRLock()
-	_ = ryield.RW(&rw).RLocker()
-	return c.m["x"], ryield.RW(&rw).TryLock()
+	ryield.Hook.RW(c.RWMutex).RLock()
+	defer ryield.Hook.RW(c.RWMutex).RUnlock()
+	ryield.Hook.RW(&rw).Lock()
+	ryield.Hook.RW(&rw).Unlock()
+	_ = ryield.Hook.RW(&rw).TryRLock()
+	_ = ryield.Hook.RW(&rw).RLocker()
+	return c.m["x"], ryield.Hook.RW(&rw).TryLock()
 }
 `,
 			points: 7,
@@ -602,9 +606,9 @@ type lazy struct{ once *sync.Once }
 type embedsOnce struct{ sync.Once }
 
 func f(l lazy, e *embedsOnce, init func()) {
-	ryield.O(&once).Do(init)
-	ryield.O(l.once).Do(init)
-	ryield.O(&e.Once).Do(init)
+	ryield.Hook.O(&once).Do(init)
+	ryield.Hook.O(l.once).Do(init)
+	ryield.Hook.O(&e.Once).Do(init)
 }
 `,
 			points: 3,
@@ -639,10 +643,10 @@ type monitor struct {
 }
 
 func f(m *monitor) {
-	ryield.C(m.cond).Wait()
-	ryield.C(m.cond).Signal()
-	ryield.C(&m.c).Broadcast()
-	wake := ryield.C(m.cond).Broadcast
+	ryield.Hook.C(m.cond).Wait()
+	ryield.Hook.C(m.cond).Signal()
+	ryield.Hook.C(&m.c).Broadcast()
+	wake := ryield.Hook.C(m.cond).Broadcast
 	wake()
 	_ = m.cond.L
 }
@@ -672,9 +676,9 @@ import (
 )
 
 func f(d time.Duration) {
-	ryield.Sleeper(time.Sleep)(d)
-	ryield.Sleeper(t2.Sleep)(time.Millisecond)
-	defer ryield.Sleeper(time.Sleep)(d)
+	ryield.Hook.Sleeper(time.Sleep)(d)
+	ryield.Hook.Sleeper(t2.Sleep)(time.Millisecond)
+	defer ryield.Hook.Sleeper(time.Sleep)(d)
 	sleep := time.Sleep
 	sleep(d)
 }
@@ -838,7 +842,7 @@ loop:
 import "sync/atomic"
 
 func f(ch chan int, out chan int64, done chan struct{}, n *int64, tag int) {
-	switch ryield_0, ryield_1, ryield_2, ryield_3, ryield_4 := ryield.R(/*line /src/p/p.go:7:14*/ch), ryield.R(/*line /src/p/p.go:9:18*/ch), ryield.S(/*line /src/p/p.go:11:7*/out, atomic.AddInt64(ryield.P(n), 1)), ryield.R(/*line /src/p/p.go:12:9*/done), ryield.S(/*line /src/p/p.go:13:7*/ch, ryield.Recv(ch)); ryield.Select(true, ryield_0, ryield_1, ryield_2, ryield_3, ryield_4)/*line /src/p/p.go:6:8*/ {
+	switch ryield_0, ryield_1, ryield_2, ryield_3, ryield_4 := ryield.R(/*line /src/p/p.go:7:14*/ch), ryield.R(/*line /src/p/p.go:9:18*/ch), ryield.S(/*line /src/p/p.go:11:7*/out, atomic.AddInt64(ryield.P(n), 1)), ryield.R(/*line /src/p/p.go:12:9*/done), ryield.S(/*line /src/p/p.go:13:7*/ch, ryield.Recv(ch)); ryield.Hook.Select(true, ryield_0, ryield_1, ryield_2, ryield_3, ryield_4)/*line /src/p/p.go:6:8*/ {
 	case 0: v := ryield_0.V;
 		_ = v
 	case 1: v, ok := ryield_1.V, ryield_1.OK;
@@ -850,7 +854,7 @@ func f(ch chan int, out chan int64, done chan struct{}, n *int64, tag int) {
 	}
 loop:
 	for {
-	wait: switch ryield_0 := ryield.R(/*line /src/p/p.go:19:10*/done); ryield.Select(true, ryield_0)/*line /src/p/p.go:18:14*/ {
+	wait: switch ryield_0 := ryield.R(/*line /src/p/p.go:19:10*/done); ryield.Hook.Select(true, ryield_0)/*line /src/p/p.go:18:14*/ {
 		case 0:
 			break loop
 		default:
@@ -858,7 +862,7 @@ loop:
 		}
 	}
 	switch tag {
-	case 1: ryield.Point(); select {}
+	case 1: ryield.Hook.Point(); select {}
 	}
 }
 `,
@@ -935,11 +939,11 @@ type flag struct{ held atomic.Bool }
 
 func (f *flag) lock() {
 	for !ryield.P(&f.held).CompareAndSwap(false, true) {
-		ryield.Spin(rt.Gosched)()
+		ryield.Hook.Spin(rt.Gosched)()
 	}
 	defer rt.Gosched()
-	ryield.Spin((rt.Gosched))()
-	ryield.Go(rt.Gosched)
+	ryield.Hook.Spin((rt.Gosched))()
+	ryield.Hook.Go(rt.Gosched)
 	yield := rt.Gosched
 	yield()
 	func() {
@@ -966,7 +970,7 @@ import . "runtime"
 
 func spin(done func() bool) {
 	for !done() {
-		ryield.Spin(Gosched)()
+		ryield.Hook.Spin(Gosched)()
 	}
 }
 `,
@@ -1049,34 +1053,34 @@ func fn(f func(int))           {}
 const N = 3
 
 func f(c counter, pc *counter, x int, xs []int, o *sync.Once, mu *sync.Mutex, n *atomic.Int64, a int) {
-	{ ryield_f, ryield_0 := c.inc, x; ryield.Go(func() { ryield_f(ryield_0) }) }
-	{ ryield_f := pc.inc; ryield.Go(func() { ryield_f(1) }) }
-	{ ryield_f := c.get; ryield.Go(func() { ryield_f() }) }
-	ryield.Go(c.run)
-	ryield.Go(pc.run)
-	{ ryield_0 := xs; ryield.Go(func() { variadic(ryield_0...) }) }
-	{ ryield_0, ryield_2 := x, x; ryield.Go(func() { variadic(ryield_0, N, ryield_2) }) }
-	ryield.Go(func() { pair(N, 2) })
-	ryield.Go(func() { g(1) })
-	{ ryield_0 := x; ryield.Go(func() { g(ryield_0) }) }
-	{ ryield_0 := x; ryield.Go(func() { g[int](ryield_0) }) }
-	{ ryield_0 := x; ryield.Go(func() { h[int](ryield_0, "s") }) }
-	ryield.Go(func() { fn(g) })
-	{ ryield_1 := x; ryield.Go(func() { fmt.Println("x", ryield_1, nil) }) }
+	{ ryield_f, ryield_0 := c.inc, x; ryield.Hook.Go(func() { ryield_f(ryield_0) }) }
+	{ ryield_f := pc.inc; ryield.Hook.Go(func() { ryield_f(1) }) }
+	{ ryield_f := c.get; ryield.Hook.Go(func() { ryield_f() }) }
+	ryield.Hook.Go(c.run)
+	ryield.Hook.Go(pc.run)
+	{ ryield_0 := xs; ryield.Hook.Go(func() { variadic(ryield_0...) }) }
+	{ ryield_0, ryield_2 := x, x; ryield.Hook.Go(func() { variadic(ryield_0, N, ryield_2) }) }
+	ryield.Hook.Go(func() { pair(N, 2) })
+	ryield.Hook.Go(func() { g(1) })
+	{ ryield_0 := x; ryield.Hook.Go(func() { g(ryield_0) }) }
+	{ ryield_0 := x; ryield.Hook.Go(func() { g[int](ryield_0) }) }
+	{ ryield_0 := x; ryield.Hook.Go(func() { h[int](ryield_0, "s") }) }
+	ryield.Hook.Go(func() { fn(g) })
+	{ ryield_1 := x; ryield.Hook.Go(func() { fmt.Println("x", ryield_1, nil) }) }
 	{ ryield_f, ryield_0 := func(v int) {
 		_ = v
-	}, x; ryield.Go(func() { ryield_f(ryield_0) }) }
-	ryield.Go(func() {
+	}, x; ryield.Hook.Go(func() { ryield_f(ryield_0) }) }
+	ryield.Hook.Go(func() {
 		fmt.Println(x)
 	})
-	{ ryield_f, ryield_0 := ryield.O(o).Do, func() {}; ryield.Go(func() { ryield_f(ryield_0) }) }
-	ryield.Go(ryield.M(mu).Unlock)
-	{ ryield_f := ryield.P(n).Add; ryield.Go(func() { ryield_f(1) }) }
-	{ ryield_0 := ryield.P(new(int64)); ryield.Go(func() { atomic.AddInt64(ryield_0, 1) }) }
+	{ ryield_f, ryield_0 := ryield.Hook.O(o).Do, func() {}; ryield.Hook.Go(func() { ryield_f(ryield_0) }) }
+	ryield.Hook.Go(ryield.Hook.M(mu).Unlock)
+	{ ryield_f := ryield.P(n).Add; ryield.Hook.Go(func() { ryield_f(1) }) }
+	{ ryield_0 := ryield.P(new(int64)); ryield.Hook.Go(func() { atomic.AddInt64(ryield_0, 1) }) }
 L:
 	{ ryield_0, ryield_1 := x,
 		a // the second
-	; ryield.Go(func() { pair(ryield_0, ryield_1) }) }
+	; ryield.Hook.Go(func() { pair(ryield_0, ryield_1) }) }
 	goto L
 }
 `,
@@ -1122,7 +1126,7 @@ var ryield_f int
 func use(int) {}
 
 func f(x int) {
-	{ ryieldx2_0 := x; ryield.Go(func() { use(ryieldx2_0) }) }
+	{ ryieldx2_0 := x; ryield.Hook.Go(func() { use(ryieldx2_0) }) }
 }
 `,
 			points: 1,
@@ -1201,7 +1205,7 @@ func use(...any) {}
 func f(a, c, d chan int, b chan<- int, x int, errs chan error, cc chan chan int) {
 	var w int
 	var ok bool
-	switch ryield_0, ryield_1, ryield_2, ryield_3 := ryield.R(/*line /src/p/p.go:13:14*/a), ryield.S(/*line /src/p/p.go:15:7*/b, x), ryield.R(/*line /src/p/p.go:17:17*/c), ryield.R(/*line /src/p/p.go:19:9*/d); ryield.Select(true, ryield_0, ryield_1, ryield_2, ryield_3)/*line /src/p/p.go:12:8*/ {
+	switch ryield_0, ryield_1, ryield_2, ryield_3 := ryield.R(/*line /src/p/p.go:13:14*/a), ryield.S(/*line /src/p/p.go:15:7*/b, x), ryield.R(/*line /src/p/p.go:17:17*/c), ryield.R(/*line /src/p/p.go:19:9*/d); ryield.Hook.Select(true, ryield_0, ryield_1, ryield_2, ryield_3)/*line /src/p/p.go:12:8*/ {
 	case 0: v := ryield_0.V;
 		use(v)
 	case 1:
@@ -1213,7 +1217,7 @@ func f(a, c, d chan int, b chan<- int, x int, errs chan error, cc chan chan int)
 		use(2)
 	}
 L:
-	switch ryield_0, ryield_1, ryield_2, ryield_3, ryield_4 := ryield.S[error](/*line /src/p/p.go:25:7*/errs, &myErr{}), ryield.R(/*line /src/p/p.go:29:18*/(ryield.Recv(cc))), ryield.R(/*line /src/p/p.go:31:10*/a), ryield.R(/*line /src/p/p.go:32:16*/a), ryield.R(/*line /src/p/p.go:33:13*/c); ryield.Select(false, ryield_0, ryield_1, ryield_2, ryield_3, ryield_4)/*line /src/p/p.go:24:8*/ {
+	switch ryield_0, ryield_1, ryield_2, ryield_3, ryield_4 := ryield.S[error](/*line /src/p/p.go:25:7*/errs, &myErr{}), ryield.R(/*line /src/p/p.go:29:18*/(ryield.Recv(cc))), ryield.R(/*line /src/p/p.go:31:10*/a), ryield.R(/*line /src/p/p.go:32:16*/a), ryield.R(/*line /src/p/p.go:33:13*/c); ryield.Hook.Select(false, ryield_0, ryield_1, ryield_2, ryield_3, ryield_4)/*line /src/p/p.go:24:8*/ {
 	case 0: // a comment
 		break L
 	// between the cases
@@ -1223,17 +1227,17 @@ L:
 	case 2:
 	case 3: _, _ = ryield_3.V, ryield_3.OK;
 	default: w = ryield_4.V;
-		{ ryield_0 := w; ryield.Go(func() { use(ryield_0) }) }
+		{ ryield_0 := w; ryield.Hook.Go(func() { use(ryield_0) }) }
 	}
 }
 
 func loop(a, c, d chan int) int {
 	for {
-		switch ryield_0, ryield_1 := ryield.R(/*line /src/p/p.go:41:10*/a), ryield.R(/*line /src/p/p.go:43:15*/c); ryield.Select(false, ryield_0, ryield_1)/*line /src/p/p.go:40:9*/ {
+		switch ryield_0, ryield_1 := ryield.R(/*line /src/p/p.go:41:10*/a), ryield.R(/*line /src/p/p.go:43:15*/c); ryield.Hook.Select(false, ryield_0, ryield_1)/*line /src/p/p.go:40:9*/ {
 		case 0:
 			continue
 		default: v := ryield_1.V;
-			switch ryield_0, ryield_1 := ryield.S(/*line /src/p/p.go:45:9*/d, v), ryield.R(/*line /src/p/p.go:46:11*/a); ryield.Select(false, ryield_0, ryield_1)/*line /src/p/p.go:44:10*/ {
+			switch ryield_0, ryield_1 := ryield.S(/*line /src/p/p.go:45:9*/d, v), ryield.R(/*line /src/p/p.go:46:11*/a); ryield.Hook.Select(false, ryield_0, ryield_1)/*line /src/p/p.go:44:10*/ {
 			case 0:
 			default:
 				return v
@@ -1243,7 +1247,7 @@ func loop(a, c, d chan int) int {
 }
 
 func last(a chan int) int {
-	switch ryield_0, ryield_1 := ryield.R(/*line /src/p/p.go:55:14*/a), ryield.R(/*line /src/p/p.go:57:9*/a); ryield.Select(false, ryield_0, ryield_1)/*line /src/p/p.go:54:8*/ {
+	switch ryield_0, ryield_1 := ryield.R(/*line /src/p/p.go:55:14*/a), ryield.R(/*line /src/p/p.go:57:9*/a); ryield.Hook.Select(false, ryield_0, ryield_1)/*line /src/p/p.go:54:8*/ {
 	case 0: v := ryield_0.V;
 		return v
 	default:
@@ -1251,7 +1255,7 @@ func last(a chan int) int {
 	}
 }
 
-func oneLine(a chan int) { switch ryield_0 := ryield.R(a); ryield.Select(false, ryield_0) { default: v := ryield_0.V; use(v) } }
+func oneLine(a chan int) { switch ryield_0 := ryield.R(a); ryield.Hook.Select(false, ryield_0) { default: v := ryield_0.V; use(v) } }
 `,
 			points: 8,
 		},
@@ -1308,22 +1312,22 @@ func use(...any) {}
 
 func f(a chan int, get func() chan int, mb myBool) {
 	var v int
-	ryield.Point(); select {
+	ryield.Hook.Point(); select {
 	case <-get(
 	):
 	}
-	ryield.Point(); select {
+	ryield.Hook.Point(); select {
 	case v, mb = <-a:
 		use(v)
 	}
-	ryield.Point(); select {}
-	ryield.Point(); select {
+	ryield.Hook.Point(); select {}
+	ryield.Hook.Point(); select {
 	default:
 	}
 }
 
 func generic[C ~chan int](c C, a chan int) {
-	ryield.Point(); select {
+	ryield.Hook.Point(); select {
 	case <-c:
 	case <-a:
 	}
@@ -1335,7 +1339,7 @@ func (*myReader) Read([]byte) (int, error) { return 0, nil }
 
 func unspellable(readers chan io.Reader, r *myReader, a chan int) {
 	type io int
-	ryield.Point(); select {
+	ryield.Hook.Point(); select {
 	case readers <- r:
 	case <-a:
 	}
@@ -1358,7 +1362,7 @@ func f(a chan int, x int) {
 func use(...any) {}
 
 func f(a chan int, x int) {
-	switch ryield_0 := ryield.R(/*line /src/p/p.go:7:9*/func() chan int { { ryield_0 := x; ryield.Go(func() { use(ryield_0, 1) }) }; switch ryield_0 := ryield.R(a); ryield.Select(false, ryield_0) { default: v := ryield_0.V; use(v) }; return a }()); ryield.Select(false, ryield_0)/*line /src/p/p.go:6:8*/ {
+	switch ryield_0 := ryield.R(/*line /src/p/p.go:7:9*/func() chan int { { ryield_0 := x; ryield.Hook.Go(func() { use(ryield_0, 1) }) }; switch ryield_0 := ryield.R(a); ryield.Hook.Select(false, ryield_0) { default: v := ryield_0.V; use(v) }; return a }()); ryield.Hook.Select(false, ryield_0)/*line /src/p/p.go:6:8*/ {
 	default:
 	}
 }
@@ -1401,7 +1405,7 @@ func f(ch chan int64, pch chan *int64, chch chan chan int64, n *int64, b *box) {
 	ryield.Send(ch, atomic.AddInt64(ryield.P(n), 1))
 	atomic.AddInt64(ryield.P(ryield.Recv(pch)), 1)
 	_ = ryield.Recv(ryield.Recv(chch))
-	ryield.M(&ryield.P(&b.next).Load().mu).Lock()
+	ryield.Hook.M(&ryield.P(&b.next).Load().mu).Lock()
 	ryield.Send(ch, ryield.Recv(ch))
 }
 `,
@@ -1491,10 +1495,10 @@ import "sync"
 type pool struct{ wg sync.WaitGroup }
 
 func f(p *pool, wg *sync.WaitGroup, work func()) {
-	ryield.WG(&p.wg).Go(work)
+	ryield.Hook.WG(&p.wg).Go(work)
 	wg.Add(1)
-	defer ryield.WG(wg).Wait()
-	wait := ryield.WG(&p.wg).Wait
+	defer ryield.Hook.WG(wg).Wait()
+	wait := ryield.Hook.WG(&p.wg).Wait
 	wait()
 	wg.Done()
 }
@@ -1527,7 +1531,7 @@ func TestFileHeaderAndFooter(t *testing.T) {
 			src:  "//go:build !nothing\n\n// Package p is p.\npackage p\n\nimport \"sync\"\n\nvar mu sync.Mutex\n\nfunc f() { mu.Lock() }\n",
 			want: "//go:build !nothing\n\n// Package p is p.\n" +
 				`/*line /src/p/p.go:4:1*/package p; import ryield "github.com/retrybudget/retrybudget/yield"` +
-				"\n\nimport \"sync\"\n\nvar mu sync.Mutex\n\nfunc f() { ryield.M(&mu).Lock() }\nvar _ = ryield.Mark()\n",
+				"\n\nimport \"sync\"\n\nvar mu sync.Mutex\n\nfunc f() { ryield.Hook.M(&mu).Lock() }\nvar _ = ryield.Hook.Mark()\n",
 		},
 		{
 			name: "NoFinalNewline",
@@ -1538,7 +1542,7 @@ func TestFileHeaderAndFooter(t *testing.T) {
 			name: "NameInUse",
 			src:  "package p\n\nimport \"sync\"\n\nvar ryield2 int\n\nfunc f(mu *sync.Mutex) {\n\tryield := 1\n\t_ = ryield\n\tmu.Lock()\n}\n",
 			want: `/*line /src/p/p.go:1:1*/package p; import ryield3 "github.com/retrybudget/retrybudget/yield"` +
-				"\n\nimport \"sync\"\n\nvar ryield2 int\n\nfunc f(mu *sync.Mutex) {\n\tryield := 1\n\t_ = ryield\n\tryield3.M(mu).Lock()\n}\nvar _ = ryield3.Mark()\n",
+				"\n\nimport \"sync\"\n\nvar ryield2 int\n\nfunc f(mu *sync.Mutex) {\n\tryield := 1\n\t_ = ryield\n\tryield3.Hook.M(mu).Lock()\n}\nvar _ = ryield3.Hook.Mark()\n",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1552,7 +1556,7 @@ func TestFileHeaderAndFooter(t *testing.T) {
 // A file that imports package yield calls its hooks itself, where it wants
 // them, and is left as it is.
 func TestFileLeavesCodeThatCallsTheHooks(t *testing.T) {
-	src := "package p\n\nimport (\n\t\"sync/atomic\"\n\n\t\"" + YieldPath + "\"\n)\n\nfunc f(n *atomic.Int64, ch chan int) int64 {\n\tyield.Point()\n\tch <- 1\n\treturn yield.P(n).Load()\n}\n"
+	src := "package p\n\nimport (\n\t\"sync/atomic\"\n\n\t\"" + YieldPath + "\"\n)\n\nfunc f(n *atomic.Int64, ch chan int) int64 {\n\tyield.Hook.Point()\n\tch <- 1\n\treturn yield.P(n).Load()\n}\n"
 	fset, f, info := check(t, src)
 	out, n, err := File(fset, f, []byte(src), info)
 	if err != nil || out != nil || n != 0 {

@@ -38,7 +38,7 @@ func TestRewriteSpinModule(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the rewritten spinlock.go: %v", err)
 	}
-	if n := bytes.Count(rewritten, []byte("ryield.Spin(runtime.Gosched)()")); n != 2 {
+	if n := bytes.Count(rewritten, []byte("ryield.Hook.Spin(runtime.Gosched)()")); n != 2 {
 		t.Errorf("the rewritten spinlock.go wraps %d Gosched calls, want 2:\n%s", n, rewritten)
 	}
 	cmd := exec.Command("go", "test", "-overlay", res.Overlay, "-count=1", "-v", "./...")

@@ -215,7 +215,7 @@ func TestRewriteProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, hook := range []string{"ryield.Go(", "ryield.Select(false, ", "ryield.Select(true, ", "ryield.S[error](", "ryield.Close(", "ryield.O(&p.once).Do(", "ryield_1...)"} {
+	for _, hook := range []string{"ryield.Hook.Go(", "ryield.Hook.Select(false, ", "ryield.Hook.Select(true, ", "ryield.S[error](", "ryield.Close(", "ryield.Hook.O(&p.once).Do(", "ryield_1...)"} {
 		if !bytes.Contains(rewritten, []byte(hook)) {
 			t.Errorf("the rewritten main.go does not call %s:\n%s", hook, rewritten)
 		}

@@ -39,7 +39,7 @@ func (r *rewriter) closeCall(call *ast.CallExpr, depth int) {
 // goschedCall wraps the function of a call of runtime.Gosched in
 // ryield.Spin, which tells a controlled run that the goroutine is waiting
 // for another and returns the function, so that the call is still made:
-// runtime.Gosched() -> ryield.Spin(runtime.Gosched)(). The calls of go and
+// runtime.Gosched() -> ryield.Hook.Spin(runtime.Gosched)(). The calls of go and
 // defer statements (defer runtime.Gosched()) are left, and so is the
 // function as a value (f := runtime.Gosched).
 func (r *rewriter) goschedCall(call *ast.CallExpr, depth int) {
@@ -59,14 +59,14 @@ func (r *rewriter) goschedCall(call *ast.CallExpr, depth int) {
 			}
 		}
 	}
-	r.wrap(call.Fun, r.name+".Spin(", ")", depth)
+	r.wrap(call.Fun, r.name+".Hook.Spin(", ")", depth)
 	r.points++
 }
 
 // sleepCall sends a call of time.Sleep through ryield.Sleep, which under
 // control is a blocking operation that passes the baton while the
 // goroutine sleeps (time.Sleep would keep it, and the other goroutines
-// would wait out the sleep): time.Sleep(d) -> ryield.Sleeper(time.Sleep)(d),
+// would wait out the sleep): time.Sleep(d) -> ryield.Hook.Sleeper(time.Sleep)(d),
 // which keeps the file's use of its import of time. The call of a go
 // statement is left, as its go statement is rewritten.
 func (r *rewriter) sleepCall(call *ast.CallExpr, depth int) {
@@ -79,7 +79,7 @@ func (r *rewriter) sleepCall(call *ast.CallExpr, depth int) {
 			return
 		}
 	}
-	r.wrap(call.Fun, r.name+".Sleeper(", ")", depth)
+	r.wrap(call.Fun, r.name+".Hook.Sleeper(", ")", depth)
 	r.points++
 }
 
@@ -133,7 +133,7 @@ const (
 // the goroutine that runs the statement, in their order, and each token
 // on its line:
 //
-//	go F(A1, A2) -> { ryield_f, ryield_0, ryield_1 := F, A1, A2; ryield.Go(func() { ryield_f(ryield_0, ryield_1) }) }
+//	go F(A1, A2) -> { ryield_f, ryield_0, ryield_1 := F, A1, A2; ryield.Hook.Go(func() { ryield_f(ryield_0, ryield_1) }) }
 //
 // A declared function F (f, pkg.F, g[int], and a generic g called without
 // its type arguments, which := could not take), a constant argument and
@@ -141,9 +141,9 @@ const (
 // passed as an argument need no evaluation: their text goes into the
 // closure instead, if it has no newline. A variadic argument list keeps
 // its ...; with nothing to evaluate, the call goes into the closure as it
-// is: go f(1) -> ryield.Go(func() { f(1) }); and a call of a func() with
+// is: go f(1) -> ryield.Hook.Go(func() { f(1) }); and a call of a func() with
 // no arguments goes as a value: go func() { ... }() ->
-// ryield.Go(func() { ... }), go s.run() -> ryield.Go(s.run).
+// ryield.Hook.Go(func() { ... }), go s.run() -> ryield.Hook.Go(s.run).
 //
 // It leaves a go statement of a builtin (go println(x)), of f(g()) with
 // g's results as the arguments, with an untyped argument that is not a
@@ -166,7 +166,7 @@ func (r *rewriter) goStmt(s *ast.GoStmt, depth int) {
 
 	if len(call.Args) == 0 && !call.Ellipsis.IsValid() && r.blankBetween(call.Lparen+1, call.Rparen) {
 		if sig, ok := ft.Underlying().(*types.Signature); ok && sig.Params().Len() == 0 && sig.Results().Len() == 0 {
-			r.replace(s.Go, goEnd, r.name+".Go(", depth)
+			r.replace(s.Go, goEnd, r.name+".Hook.Go(", depth)
 			r.replace(call.Lparen, call.Rparen+1, ")", depth)
 			r.points++
 			return
@@ -195,7 +195,7 @@ func (r *rewriter) goStmt(s *ast.GoStmt, depth int) {
 		}
 	}
 	if !bound {
-		r.replace(s.Go, goEnd, r.name+".Go(func() { ", depth)
+		r.replace(s.Go, goEnd, r.name+".Hook.Go(func() { ", depth)
 		r.insert(call.End(), " })", depth, true)
 		r.points++
 		return
@@ -285,7 +285,7 @@ func (r *rewriter) goStmt(s *ast.GoStmt, depth int) {
 	if call.Ellipsis.IsValid() {
 		ellipsis = "..."
 	}
-	r.replace(call.Rparen, call.Rparen+1, "; "+r.name+".Go(func() { "+callee+"("+strings.Join(args, ", ")+ellipsis+") }) }", depth)
+	r.replace(call.Rparen, call.Rparen+1, "; "+r.name+".Hook.Go(func() { "+callee+"("+strings.Join(args, ", ")+ellipsis+") }) }", depth)
 	r.points++
 }
 
@@ -345,7 +345,7 @@ func (r *rewriter) punctuation(from, to token.Pos) []int {
 // selectStmt rewrites a select statement with at least one communication
 // to a switch on ryield.Select, and reports whether it did:
 //
-//	select {                 switch ryield_0, ryield_1, ryield_2 := ryield.R(a), ryield.S(b, x), ryield.R(c); ryield.Select(true, ryield_0, ryield_1, ryield_2) {
+//	select {                 switch ryield_0, ryield_1, ryield_2 := ryield.R(a), ryield.S(b, x), ryield.R(c); ryield.Hook.Select(true, ryield_0, ryield_1, ryield_2) {
 //	case v := <-a:           case 0: v := ryield_0.V;
 //	case b <- x:       ->    case 1:
 //	case w, ok = <-c:        case 2: w, ok = ryield_2.V, ryield_2.OK;
@@ -466,7 +466,7 @@ func (r *rewriter) selectStmt(sel *ast.SelectStmt, depth int) bool {
 	}
 	list := strings.Join(names, ", ")
 	header := "switch " + list + " := " + strings.Join(cases, ", ") + "; " +
-		r.name + ".Select(" + strconv.FormatBool(hasDefault) + ", " + list + ")"
+		r.name + ".Hook.Select(" + strconv.FormatBool(hasDefault) + ", " + list + ")"
 	if line != r.tf.Line(sel.Select) {
 		header += r.lineDirective(sel.Select + 6)
 	}

@@ -38,7 +38,7 @@ type Subject[S any] = harness.Subject[S]
 // Check runs one rapid state machine: it builds the subject's budget on a
 // ManualClock reading 0, applies the same random operations to it and to the
 // model, and fails as soon as a Retry's answer differs, or the balance,
-// when the model reports one (model.Balancer) and the budget has an
+// when the model reports one (model.Balanced) and the budget has an
 // Available() float64 method. Besides single operations it applies bursts
 // of one operation repeated up to 64 times, which drive a budget from full
 // to empty within one test case, and trickles: up to 64 small clock steps

@@ -72,7 +72,7 @@ func (m *Mismatch) Error() string {
 // next retry is denied, or credited until a credit changes nothing, then
 // nudged by one call, so that the next burst races at a threshold or at
 // the clamp. Now and then a burst is a volume burst of 70,000 requests or
-// successes at one instant. Every answer, and for a model.Balancer every
+// successes at one instant. Every answer, and for a model.Balanced every
 // balance between rounds, is compared with the model's. Each round also
 // runs a hammer (see hammer), a churn (see churn.go) and Duels duels (see toEdge): two goroutines
 // racing at the last grant, or through the credits that fit before a

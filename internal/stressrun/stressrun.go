@@ -200,7 +200,7 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 				faults[g] = harness.Catch(fmt.Sprintf("goroutine %d of the stress run", g+1), func() {
 					for i, op := range ops {
 						if c.Control != nil {
-							yield.Boundary()
+							yield.Hook.Boundary()
 						} else if stop.Load() {
 							return
 						}

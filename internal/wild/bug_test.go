@@ -34,7 +34,7 @@ func drive[S any](m model.Model[S], build func(budget.Clock) budget.Budget, star
 	if st, ok := m.(model.Starter[S]); ok {
 		s = st.InitAt(start)
 	}
-	bal, hasBal := m.(model.Balancer[S])
+	bal, hasBal := m.(model.Balanced[S])
 	av, hasAv := b.(balanced)
 	var d divergence
 	for i, op := range ops {

@@ -140,7 +140,7 @@ func (d *driver[S]) explanation() ([]call, bool) {
 				ok = false
 			}
 		}
-		if mb, isB := d.m.(model.Balancer[S]); isB && mb.Balance(s) != bal {
+		if mb, isB := d.m.(model.Balanced[S]); isB && mb.Balance(s) != bal {
 			ok = false
 		}
 		if ok {

@@ -34,7 +34,7 @@ func firstDivergence[S any](t *testing.T, m model.Model[S], build func(budget.Cl
 	clock := new(budget.ManualClock)
 	b := build(clock)
 	s := m.Init()
-	mb, _ := m.(model.Balancer[S])
+	mb, _ := m.(model.Balanced[S])
 	for i, op := range ops {
 		got := applyOp(t, b, clock, op)
 		var want bool

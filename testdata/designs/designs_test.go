@@ -70,7 +70,7 @@ func sequential[S any](t *testing.T, seed uint64, m model.Model[S], build func(b
 	if c, ok := b.(io.Closer); ok {
 		defer c.Close()
 	}
-	bal, _ := m.(model.Balancer[S])
+	bal, _ := m.(model.Balanced[S])
 	av, _ := b.(interface{ Available() float64 })
 
 	var trail []string

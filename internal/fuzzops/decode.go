@@ -1,4 +1,6 @@
-package fuzz
+// Package fuzzops decodes a fuzzer's bytes into operation sequences, for
+// budgettest.Fuzz and the fuzz targets of package fuzz.
+package fuzzops
 
 import (
 	"encoding/binary"
