@@ -18,10 +18,10 @@ import (
 	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
+	"github.com/retrybudget/retrybudget/internal/sim"
 	"github.com/retrybudget/retrybudget/internal/stressrun"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
-	"github.com/retrybudget/retrybudget/sim"
 )
 
 // checks maps each Check to the function that runs it. Each returns a

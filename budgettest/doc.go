@@ -21,7 +21,123 @@
 // budget is caught by the check that must catch it, and every reference
 // budget passes every check.
 //
-// What it can and cannot prove: see Run.
+// What each check does and what the suite can and cannot prove: see "The
+// checks" below.
+//
+// # The checks
+//
+// Run runs these, in this order, as subtests named as the Check constants:
+//
+//   - Model: the model is deterministic (the same state and operation give
+//     the same state and answer, two Inits are equal) and never panics, on
+//     2000 random operations. Needs: Model.
+//   - Sequential: a rapid state machine applies random operations, bursts of
+//     one operation and trickles of small clock steps to the budget and to
+//     the model, and fails on the first answer (or balance, when the model
+//     is a model.Balanced and the budget has Available() float64) that
+//     differs, shrunk to a short sequence. Then long runs (4 of 100,000
+//     operations, 2 under -race) compare every answer and balance too:
+//     phases of random mixes and of calls with a share of retries from none
+//     (steady success) to all (an outage), asking for a retry at every edge
+//     of the model (where one more success or clock step would change its
+//     answer). They find arithmetic that parts from the model only after
+//     hundreds of calls (a count in float64 rounding at a threshold); the
+//     failure shows the shortest run it found in 3 s. Needs: Model; Scale
+//     for time. When the state machine fails, rapid writes a fail file
+//     under testdata/rapid/<TestName>/ in your package, as for any rapid
+//     test: replay it with -rapid.failfile=<path>, or keep it out of your
+//     tree with -rapid.nofailfile or a .gitignore line.
+//   - Linearizable: Scenarios concurrent histories (4 goroutines of 100
+//     operations, and a clock goroutine when Scale is set) are recorded and
+//     checked against the model with porcupine. A violation is narrowed to
+//     the operations around it, minimized, explained, and saved as HTML and
+//     JSON under t.ArtifactDir(). A search that times out fails as
+//     inconclusive, never passes. Its controlled stage (see "Controlled
+//     schedules on plain go test" in the package doc) runs first: every
+//     scenario under -budgettest.schedules controlled schedules (package
+//     yield), with the budget built inside the controlled run so that the
+//     goroutines its factory starts are scheduled too. A violation is
+//     minimized on fixed schedules, its schedule is shrunk to fewer
+//     preemptions, and the failure prints the -budgettest.replay flag that
+//     replays it exactly. Then each scenario runs once freely.
+//   - Race: 64 goroutines call the budget at once, with GOMAXPROCS raised to
+//     at least 8. For most models only the race detector sees what goes
+//     wrong here: run go test -race; without it the check finds panics,
+//     deadlocks and calls too slow to finish. For an in-flight model
+//     (model.InFlightLimit) the run is the in-flight stress run, whose
+//     limit on the retries in flight is checked at every grant, with or
+//     without -race. It always runs freely: under control every switch
+//     between goroutines is a synchronization, and the detector would see
+//     none. Under -race it runs in a child process of the test binary, and
+//     the detector's reports come back as one Failure: how many, each pair
+//     of sites once, and the first report in full.
+//     A budget that is only slow under contention (a FIFO spin lock on
+//     oversubscribed cores under -race) is not stuck: a stress run stops
+//     starting calls after a third of Watchdog (10 s at most), and is
+//     checked on the calls it made; the log says it was cut short.
+//   - Invariant: for any model, two burst runs: many goroutines make the
+//     same call at once, and since every order of identical calls is the
+//     same sequence, the budget must grant exactly what the model grants
+//     for that many calls (no more: a check-then-act; no fewer: a lost
+//     credit) and end in the model's state. Between bursts the budget is
+//     walked, one call at a time, to an edge (drained, full, a credit
+//     off), two goroutines duel there, and now and then a burst is a
+//     volume of 70,000 calls at one instant. Then, for the model package's
+//     models, three stress runs checked against the family's conservation
+//     invariant at every grant (a token bucket never grants more than its
+//     balance and credits, a ratio never more than its window allows, a
+//     throttle never at or below half its maximum). Those stress runs have
+//     a controlled stage, which runs first: one schedule of each strategy
+//     per seed, on 4 goroutines of 20 calls a phase, and a failure names
+//     the schedule. Under -race one free stress run is made instead of
+//     three: the detector makes each five to ten times slower.
+//   - Leak: after 200 calls and Close, no goroutine the budget started is
+//     left (goleak; on the wall clock, the synctest bubble).
+//   - Replay: fixed edge-case sequences replayed against the model: a
+//     drain; 140,000 calls at one instant; refill fractions; and, each on a
+//     budget of its own, clock jumps beside the overflow thresholds of
+//     elapsed × rate and across every order of magnitude to 2^62.
+//   - Edges: the budget built on a clock that starts at instants where slot
+//     arithmetic breaks (negative ones, the ends of int64), then driven
+//     across slot boundaries. Needs: a model.Starter to start anywhere but
+//     0; skipped on the wall clock, which cannot be set. Fuzz runs the same
+//     target under go test -fuzz.
+//   - Amplification: a simulated 100% outage (the module's outage simulation), in which the
+//     budget may grant no more retries than its model does: it catches a
+//     budget built per call site and a refund that keeps it from draining.
+//     For an in-flight model every attempt of the outage takes 1s, so that
+//     calls are in flight long enough to be limited.
+//
+// A model that is model.Structured (an in-flight budget's, such as
+// model.InFlight) changes what the checks draw: whole calls, as a retry
+// loop makes them, with AttemptEnd and CallEnd, so that nothing ends that
+// never started, and the minimizer keeps that structure. Its budget must
+// be a budget.InFlightBudget, or the subject is turned away. The
+// Linearizable check's scenarios then start with calls and retries left in
+// flight; Race and Invariant, for a model that is also a
+// model.InFlightLimit, run the in-flight stress instead of the families'
+// runs: 64 goroutines make calls while the retries surely in flight are
+// held to the rule's limit at every grant; with only a background in
+// flight the budget must grant what the model grants (a leaked or doubly
+// released permit shows there); and two calls on two cores ask at once for
+// the one slot left, round after round until 5,000 rounds had them
+// overlap (3s at most), where a second grant is a check-then-act, minimized
+// to the fewest calls in flight. Leak makes whole calls and Replay ramps the
+// calls in flight up to hundreds and back. The Model check draws calls too,
+// and Reset for a model.Resetter.
+//
+// A subject that fails validation, or a factory that fails on its first
+// call, gets one Failure and no checks. A panic in the budget, a call that
+// never returns (after Watchdog) and a leaked goroutine are Failures with
+// rules of their own; none crashes the test binary.
+//
+// What the suite can and cannot prove. A failure is real: every check
+// compares the budget with its model on something the budget did. A pass
+// is evidence, not proof: the controlled stages explore a fixed set of
+// schedules, not every schedule, and the free runs see only the
+// interleavings that happened, so run under -race too. A budget that
+// deadlocks fails by the watchdog, and its stuck goroutines are left
+// behind.
 //
 // # Which model is my rule?
 //
@@ -78,8 +194,8 @@
 // stage: small scenarios at the edges the model shows (the last retry, none
 // left, as much as the budget holds, time gone by; for an in-flight budget
 // the calls in flight at which one more allows one retry more) are run
-// under every schedule with at most linearizability.DefaultPreemptionBound
-// (2) preemptions, pruned by sleep sets (see linearizability.Search). A pass
+// under every schedule with at most two
+// preemptions, pruned by sleep sets (see linearizability.Search). A pass
 // then means no violation in any schedule within that bound of those
 // scenarios; a scenario cut short by the stage's limits (5,000 schedules
 // each, 8 s in all) is logged as such. Steps inside a critical section are

@@ -57,13 +57,13 @@ func (v *Verdict) UnmarshalText(b []byte) error {
 // A Result is what Check found.
 type Result[S any] struct {
 	Verdict Verdict
-	History History
+	History model.History
 	Elapsed time.Duration // time the search took
 
 	// Set for a Violation:
-	Prefix []Operation // the longest order of operations the model accepts
-	State  S           // the model's state after Prefix
-	Stuck  []Stuck     // operations that could come next, and why each cannot
+	Prefix []model.Operation // the longest order of operations the model accepts
+	State  S                 // the model's state after Prefix
+	Stuck  []Stuck           // operations that could come next, and why each cannot
 
 	m    model.Model[S]
 	pm   porcupine.Model
@@ -73,7 +73,7 @@ type Result[S any] struct {
 // Stuck is an operation that real time allows next after the longest
 // accepted order, with what the model would have answered.
 type Stuck struct {
-	Operation
+	model.Operation
 	ModelGranted bool // the model's answer, for a Retry
 }
 
@@ -153,7 +153,7 @@ func toPorcupine(h History) []porcupine.Operation {
 
 // Check searches for an order of h that m accepts, for at most timeout
 // (0 means no limit), and says what it found.
-func Check[S any](m model.Model[S], h History, timeout time.Duration) Result[S] {
+func Check[S any](m model.Model[S], h model.History, timeout time.Duration) Result[S] {
 	r := Result[S]{History: h, m: m, pm: porcupineModel(m)}
 	if slices.ContainsFunc(h, func(o Operation) bool { return o.Pending }) {
 		r.pm = porcupineWithPending(m)
@@ -222,6 +222,8 @@ func (r *Result[S]) explain() {
 }
 
 // Model returns the model the history was checked against.
+//
+// Deprecated: nothing needs it; it goes in the next release.
 func (r Result[S]) Model() model.Model[S] { return r.m }
 
 // Explain describes the result for a human. For a violation it shows the
@@ -271,7 +273,12 @@ func (r Result[S]) Explain() string {
 // WriteHTML writes porcupine's interactive rendering of the history and its
 // partial linearizations to path, under a heading of title (the budget, the
 // model and the broken rule, say). It works for a Violation only.
-func (r Result[S]) WriteHTML(path, title string) error {
+//
+// Deprecated: Search saves the rendering of what it finds (Finding's
+// HTMLPath); WriteHTML goes in the next release.
+func (r Result[S]) WriteHTML(path, title string) error { return r.writeHTML(path, title) }
+
+func (r Result[S]) writeHTML(path, title string) error {
 	if r.Verdict != Violation {
 		return fmt.Errorf("linearizability: nothing to render for a %v history", r.Verdict)
 	}

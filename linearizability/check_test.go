@@ -11,30 +11,30 @@ import (
 
 var oneRetry = model.TokenBucket{Capacity: 14_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
 
-func op(client int, o model.Op, granted bool, call, ret int64) linearizability.Operation {
-	return linearizability.Operation{Client: client, Op: o, Granted: granted, Call: call, Return: ret}
+func op(client int, o model.Op, granted bool, call, ret int64) model.Operation {
+	return model.Operation{Client: client, Op: o, Granted: granted, Call: call, Return: ret}
 }
 
 func TestCheckVerdicts(t *testing.T) {
 	retry := model.OpRetry(model.Transient)
 	tests := []struct {
 		name string
-		h    linearizability.History
+		h    model.History
 		want linearizability.Verdict
 	}{
-		{"OverlappingRetriesOneGranted", linearizability.History{
+		{"OverlappingRetriesOneGranted", model.History{
 			op(1, retry, true, 1, 4), op(2, retry, false, 2, 3),
 		}, linearizability.Linearizable},
-		{"OverlappingRetriesBothGranted", linearizability.History{
+		{"OverlappingRetriesBothGranted", model.History{
 			op(1, retry, true, 1, 4), op(2, retry, true, 2, 3),
 		}, linearizability.Violation},
-		{"RefundOverlapsExplainsSecondGrant", linearizability.History{
+		{"RefundOverlapsExplainsSecondGrant", model.History{
 			op(1, retry, true, 1, 2), op(2, model.OpSuccess(model.Transient), false, 3, 6), op(1, retry, true, 4, 5),
 		}, linearizability.Linearizable},
-		{"RefundAfterCannotExplainEarlierGrant", linearizability.History{
+		{"RefundAfterCannotExplainEarlierGrant", model.History{
 			op(1, retry, true, 1, 2), op(1, retry, true, 3, 4), op(2, model.OpSuccess(model.Transient), false, 5, 6),
 		}, linearizability.Violation},
-		{"DeniedWhileFull", linearizability.History{
+		{"DeniedWhileFull", model.History{
 			op(1, retry, false, 1, 2),
 		}, linearizability.Violation},
 	}
@@ -50,7 +50,7 @@ func TestCheckVerdicts(t *testing.T) {
 
 func TestExplainNamesTheStuckOperation(t *testing.T) {
 	retry := model.OpRetry(model.Transient)
-	h := linearizability.History{
+	h := model.History{
 		op(0, model.OpRequest, false, 1, 2),
 		op(1, retry, true, 3, 6), op(2, retry, true, 4, 5),
 	}
@@ -77,7 +77,7 @@ func TestTimeoutIsInconclusive(t *testing.T) {
 	// A linearizable history that takes milliseconds to search, with a
 	// timeout far too short: the verdict must be inconclusive, never
 	// linearizable.
-	var h linearizability.History
+	var h model.History
 	for i := range int64(50_000) {
 		h = append(h, op(int(i%4)+1, model.OpSuccess(model.FirstAttempt), false, 2*i+1, 2*i+4))
 	}
@@ -92,33 +92,33 @@ func TestTimeoutIsInconclusive(t *testing.T) {
 
 func TestPendingCalls(t *testing.T) {
 	retry := model.OpRetry(model.Transient)
-	pending := func(client int, o model.Op, call int64) linearizability.Operation {
-		return linearizability.Operation{Client: client, Op: o, Call: call, Pending: true}
+	pending := func(client int, o model.Op, call int64) model.Operation {
+		return model.Operation{Client: client, Op: o, Call: call, Pending: true}
 	}
 	tests := []struct {
 		name string
-		h    linearizability.History
+		h    model.History
 		want linearizability.Verdict
 	}{
 		// A pending retry may have taken the only 14 tokens: the later
 		// denial is explained by it.
-		{"PendingRetryExplainsADenial", linearizability.History{
+		{"PendingRetryExplainsADenial", model.History{
 			pending(1, retry, 1), op(2, retry, false, 3, 4),
 		}, linearizability.Linearizable},
 		// Or it may never have happened: a later grant is fine too.
-		{"PendingRetryMayNotHaveHappened", linearizability.History{
+		{"PendingRetryMayNotHaveHappened", model.History{
 			pending(1, retry, 1), op(2, retry, true, 3, 4),
 		}, linearizability.Linearizable},
 		// A pending refund may land between two grants and pay for the
 		// second; a pending request could not.
-		{"PendingRefundExplainsASecondGrant", linearizability.History{
+		{"PendingRefundExplainsASecondGrant", model.History{
 			pending(1, model.OpSuccess(model.Transient), 1), op(2, retry, true, 3, 4), op(2, retry, true, 5, 6),
 		}, linearizability.Linearizable},
-		{"TwoGrantsWithoutRefund", linearizability.History{
+		{"TwoGrantsWithoutRefund", model.History{
 			pending(1, model.OpRequest, 1), op(2, retry, true, 3, 4), op(2, retry, true, 5, 6),
 		}, linearizability.Violation},
 		// A reset (a restart without persistence) refills the bucket.
-		{"ResetExplainsASecondGrant", linearizability.History{
+		{"ResetExplainsASecondGrant", model.History{
 			op(2, retry, true, 1, 2), op(3, model.OpReset, false, 3, 4), op(2, retry, true, 5, 6),
 		}, linearizability.Linearizable},
 	}
@@ -138,7 +138,7 @@ func TestPendingCalls(t *testing.T) {
 func TestPendingSettledBound(t *testing.T) {
 	m := model.TokenBucket{Capacity: 1000, TransientCost: 1000, ThrottledCost: 1000}
 	retry := model.OpRetry(model.Transient)
-	h := linearizability.History{
+	h := model.History{
 		{Client: 1, Op: retry, Call: 1, Pending: true, Settled: 3},            // unknown, settled by 3
 		{Client: 2, Op: retry, Granted: true, Call: 4, Return: 5},             // drains the bucket
 		{Client: 2, Op: model.OpSuccess(model.Transient), Call: 6, Return: 7}, // refunds it

@@ -17,7 +17,7 @@
 //     one operation list per goroutine, and the steps of a clock goroutine.
 //   - Under control (code rewritten by budgetcheck, see package yield),
 //     small scenarios at the model's edges run first under every schedule
-//     with at most [DefaultPreemptionBound] preemptions, then random ones
+//     with at most two preemptions, then random ones
 //     under a few controlled schedules each; without control, runs are free.
 //   - [Check] searches for an order of each [History] that the model
 //     accepts. Its [Result] is Linearizable, a Violation (with the longest

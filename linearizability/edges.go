@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/sched"
 	"github.com/retrybudget/retrybudget/model"
-	"github.com/retrybudget/retrybudget/yield"
 )
 
 // The exhaustive stage of the Linearizable check. Random schedules (PCT, a
 // walk) give no bound: a pass says nothing of the schedules not tried. So
 // under control, before them, small scenarios that meet at the budget's
 // edges are run under every schedule with at most
-// DefaultPreemptionBound preemptions
+// two preemptions
 // (Exhaust). A pass of the stage then means: no violation
 // in any schedule, with at most that many preemptions, of these scenarios.
 
@@ -521,7 +521,7 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 		var viol *Result[S]
 		var failing Scenario
 		var inconclusive *Finding
-		rep, err := exhaust(context.Background(), s, se.harness(t).New, 0, min(exhaustLimit, exhaustTotal-total), func(h History, r yield.Report) bool {
+		rep, err := exhaust(context.Background(), s, se.harness(t).New, 0, min(exhaustLimit, exhaustTotal-total), func(h History, r sched.Report) bool {
 			res := Check(se.tg.Model, h, se.timeout())
 			if res.Verdict == Linearizable {
 				return false

@@ -14,7 +14,7 @@ import (
 // one retry's worth: no order of the two explains it.
 func ExampleCheck() {
 	m := model.TokenBucket{Capacity: 14_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
-	h := linearizability.History{
+	h := model.History{
 		{Client: 1, Op: model.OpRetry(model.Transient), Granted: true, Call: 1, Return: 4},
 		{Client: 2, Op: model.OpRetry(model.Transient), Granted: true, Call: 2, Return: 3},
 	}

@@ -6,14 +6,20 @@ import (
 	"slices"
 
 	"github.com/retrybudget/retrybudget/budget"
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
-// DefaultPreemptionBound is the preemption bound of exhaust when none is
-// given: a bug that needs at most two preemptions (one goroutine stopped
-// inside a call while another completes several, and stopped once more)
-// is within it.
-const DefaultPreemptionBound = 2
+// preemptionBound is the preemption bound of exhaust when none is given:
+// a bug that needs at most two preemptions (one goroutine stopped inside a
+// call while another completes several, and stopped once more) is within
+// it.
+const preemptionBound = 2
+
+// DefaultPreemptionBound is the preemption bound of the exhaustive stage.
+//
+// Deprecated: the bound is Search's own (two preemptions, as its doc
+// says). This name goes in the next release.
+const DefaultPreemptionBound = preemptionBound
 
 // exhaustSpinLimit is the SpinLimit of Exhaust's runs.
 const exhaustSpinLimit = 1000
@@ -33,7 +39,7 @@ type exhaustReport struct {
 	// something else the second time, so some schedules may be missed.
 	Diverged int
 	// Unguarded is set when a run showed a store into a field, inside an
-	// operation, by a goroutine that held no mutex (yield.Choice.Unguarded):
+	// operation, by a goroutine that held no mutex (sched.Choice.Unguarded):
 	// the code may race, and the search, started again from the first
 	// schedule, took no step inside a critical section to commute with
 	// another (see branches).
@@ -41,7 +47,7 @@ type exhaustReport struct {
 }
 
 // exhaust records s under control once for every schedule with at most
-// bound preemptions (zero means DefaultPreemptionBound), and calls visit
+// bound preemptions (zero means two), and calls visit
 // with each run's history and report, until visit returns true, limit
 // runs have been made (zero means no limit), or the schedules run out.
 //
@@ -55,7 +61,7 @@ type exhaustReport struct {
 // a switch at a goroutine's block, return or spin costs none, so a
 // goroutine stopped after a read while another runs several whole calls
 // costs one. Schedules that differ only in the order of steps that commute
-// (see yield.Choice.Obj) are pruned by sleep sets (see branches).
+// (see sched.Choice.Obj) are pruned by sleep sets (see branches).
 //
 // The schedules run in order of how many of their choices differ from
 // the serial order, a free switch at a block included (delay bounding:
@@ -70,16 +76,16 @@ type exhaustReport struct {
 // free running, or reaches its step bound, is visited and not branched
 // from; the report is then not Complete.
 func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget, bound, limit int,
-	visit func(History, yield.Report) (stop bool)) (exhaustReport, error) {
+	visit func(History, sched.Report) (stop bool)) (exhaustReport, error) {
 	if bound <= 0 {
-		bound = DefaultPreemptionBound
+		bound = preemptionBound
 	}
 	rep := exhaustReport{Bound: bound, Complete: true}
-	var base yield.Options
+	var base sched.Options
 	if s.Control != nil {
 		base = *s.Control
 	}
-	base.Strategy, base.Choices = yield.Serial(), true
+	base.Strategy, base.Choices = sched.Serial(), true
 	if base.SpinLimit == 0 {
 		// A budget's constructor or a call may read a hundred fields in a
 		// row; taken for a spin, it would hand the baton round for
@@ -144,7 +150,7 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 			rep.Complete = false
 			continue
 		}
-		if !rep.Unguarded && slices.ContainsFunc(r.Choices, func(c yield.Choice) bool { return c.Unguarded }) {
+		if !rep.Unguarded && slices.ContainsFunc(r.Choices, func(c sched.Choice) bool { return c.Unguarded }) {
 			// The branches pushed so far took the critical sections to
 			// commute with the other goroutines' steps: start again.
 			rep.Unguarded = true
@@ -162,7 +168,7 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 	return rep, nil
 }
 
-// localStep is the yield.Choice.Obj of a step that touches only memory the
+// localStep is the sched.Choice.Obj of a step that touches only memory the
 // goroutine owns or holds a lock on.
 const localStep = 1
 
@@ -211,7 +217,7 @@ func (b branch) prefix() []int {
 // again until a step that does not commute with a's has been taken, since
 // any schedule that did would only reorder a before steps it commutes
 // with. Steps commute when they touch different known objects
-// (yield.Choice.Obj).
+// (sched.Choice.Obj).
 //
 // Under a bound of preemptions, a goroutine's next step alone is not
 // enough. A schedule that runs a asleep at a later state, and a on
@@ -224,22 +230,22 @@ func (b branch) prefix() []int {
 // A step inside a critical section (local) commutes with every step, since
 // memory a mutex guards is touched only under it in code free of data
 // races. racy says the code may not be: a run showed a store outside any
-// lock (yield.Choice.Unguarded), which may be the racy access to that
+// lock (sched.Choice.Unguarded), which may be the racy access to that
 // memory (a count decremented without the lock). A local step then
 // commutes with none, and the search tries the others' steps at each of
 // them.
-func branches(sched []int, choices []yield.Choice, prefix int, sleep uint64, bound int, racy bool) []branch {
+func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bound int, racy bool) []branch {
 	// nextObj[i*gs+g] is g's footprint at state i: what its steps from
 	// i on touch, up to the step at which it next blocks.
-	n := len(sched)
+	n := len(order)
 	gs := 1
-	for _, g := range sched {
+	for _, g := range order {
 		gs = max(gs, g+1)
 	}
 	nextObj := make([]footprint, (n+1)*gs)
 	for i := n - 1; i >= 0; i-- {
 		copy(nextObj[i*gs:(i+1)*gs], nextObj[(i+1)*gs:(i+2)*gs])
-		f := &nextObj[i*gs+sched[i]]
+		f := &nextObj[i*gs+order[i]]
 		if choices[i].Blocked {
 			*f = footprint{} // it waits after this step: a switch that costs nothing
 		}
@@ -285,7 +291,7 @@ func branches(sched []int, choices []yield.Choice, prefix int, sleep uint64, bou
 	z := uint64(0) // the sleep set of this run's continuation, before step i
 	cost := 0
 	for i, ch := range choices {
-		preempts := func(g int) bool { return ch.Held >= 0 && g != ch.Held || ch.Spun && g != sched[i] }
+		preempts := func(g int) bool { return ch.Held >= 0 && g != ch.Held || ch.Spun && g != order[i] }
 		switch {
 		case i == prefix-1:
 			z = sleep
@@ -295,7 +301,7 @@ func branches(sched []int, choices []yield.Choice, prefix int, sleep uint64, bou
 			// sleeps them all from i+1 on, while they commute with its
 			// steps.
 			pushed := uint64(0)
-			for alt := ch.Ready &^ ch.Waiting &^ z &^ (1 << sched[i]); alt != 0; alt &= alt - 1 {
+			for alt := ch.Ready &^ ch.Waiting &^ z &^ (1 << order[i]); alt != 0; alt &= alt - 1 {
 				g := bits.TrailingZeros64(alt)
 				k := cost
 				if preempts(g) {
@@ -304,18 +310,18 @@ func branches(sched []int, choices []yield.Choice, prefix int, sleep uint64, bou
 				if k > bound || futile(i, g) {
 					continue
 				}
-				out = append(out, branch{base: sched, n: i, g: g, sleep: z | pushed, cost: k})
+				out = append(out, branch{base: order, n: i, g: g, sleep: z | pushed, cost: k})
 				pushed |= 1 << g
 			}
 			z |= pushed
 		}
 		if i >= prefix-1 {
-			z = wake(z&^(1<<sched[i]), i, ch.Obj)
+			z = wake(z&^(1<<order[i]), i, ch.Obj)
 		}
-		if preempts(sched[i]) {
+		if preempts(order[i]) {
 			cost++
 		}
-		last[sched[i]] = i + 1
+		last[order[i]] = i + 1
 	}
 	return out
 }

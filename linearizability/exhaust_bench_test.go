@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/sched"
 	"github.com/retrybudget/retrybudget/model"
-	"github.com/retrybudget/retrybudget/yield"
 )
 
 // The exhaustive search of the Linearizable check on the reference
@@ -21,7 +21,7 @@ import (
 // (make bench-instrumented runs it, after BenchmarkRetrySuccess on the
 // rewritten budget beside the AWS SDK's quota in the same binary).
 func BenchmarkExhaust(b *testing.B) {
-	if !yield.Instrumented() {
+	if !sched.Instrumented() {
 		b.Skip("needs the budget rewritten: go run ./cmd/budgetcheck -run '^$' -bench Exhaust ./linearizability -instrument ./budget")
 	}
 	m := model.AWS()
@@ -44,8 +44,8 @@ func BenchmarkExhaust(b *testing.B) {
 	b.ReportAllocs()
 	var schedules int
 	for b.Loop() {
-		rep, err := exhaust(context.Background(), s, newBudget, DefaultPreemptionBound, 0,
-			func(h History, _ yield.Report) bool {
+		rep, err := exhaust(context.Background(), s, newBudget, preemptionBound, 0,
+			func(h History, _ sched.Report) bool {
 				if r := Check(m, h, 0); r.Verdict != Linearizable {
 					b.Fatalf("the reference TokenBucket: %v", r.Explain())
 				}

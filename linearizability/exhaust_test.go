@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/sched"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
-	"github.com/retrybudget/retrybudget/yield"
 )
 
 // The budgets below call the yield hooks by hand, as code rewritten by
@@ -26,11 +26,11 @@ func (b *casBucket) Retry(k budget.Kind) bool {
 		return false
 	}
 	for {
-		old := yield.P(&b.n).Load()
+		old := sched.P(&b.n).Load()
 		if old <= 0 {
 			return false
 		}
-		if yield.P(&b.n).CompareAndSwap(old, old-1) {
+		if sched.P(&b.n).CompareAndSwap(old, old-1) {
 			return true
 		}
 	}
@@ -46,11 +46,11 @@ func (b *loadThenStore) Retry(k budget.Kind) bool {
 	if !k.IsRetry() {
 		return false
 	}
-	old := yield.P(&b.n).Load()
+	old := sched.P(&b.n).Load()
 	if old <= 0 {
 		return false
 	}
-	yield.P(&b.n).Store(old - 1)
+	sched.P(&b.n).Store(old - 1)
 	return true
 }
 func (b *loadThenStore) Success(budget.Kind) {}
@@ -67,10 +67,10 @@ func (b *mutexBucket) Retry(k budget.Kind) bool {
 	if !k.IsRetry() {
 		return false
 	}
-	yield.Hook.M(&b.mu).Lock()
-	defer yield.Hook.M(&b.mu).Unlock()
+	sched.Hook.M(&b.mu).Lock()
+	defer sched.Hook.M(&b.mu).Unlock()
 	for range 8 {
-		yield.P(b.n)
+		sched.P(b.n)
 	}
 	if b.n <= 0 {
 		return false
@@ -93,20 +93,20 @@ func (b *halfLocked) Request() {}
 func (b *halfLocked) Retry(k budget.Kind) bool {
 	switch k {
 	case budget.Transient:
-		yield.Hook.M(&b.mu).Lock()
-		defer yield.Hook.M(&b.mu).Unlock()
-		if yield.P(b.n) <= 0 {
+		sched.Hook.M(&b.mu).Lock()
+		defer sched.Hook.M(&b.mu).Unlock()
+		if sched.P(b.n) <= 0 {
 			return false
 		}
-		yield.Hook.Point()
-		b.n = yield.W(b.n - 1)
+		sched.Hook.Point()
+		b.n = sched.W(b.n - 1)
 		return true
 	case budget.Throttled:
-		if yield.P(b.n) <= 0 { // BUG: no lock
+		if sched.P(b.n) <= 0 { // BUG: no lock
 			return false
 		}
-		yield.Hook.Point()
-		b.n = yield.W(b.n - 1)
+		sched.Hook.Point()
+		b.n = sched.W(b.n - 1)
 		return true
 	}
 	return false
@@ -128,23 +128,23 @@ func newPoolBucket(n int64) *poolBucket {
 	b := &poolBucket{req: make(chan chan bool), stop: make(chan struct{})}
 	b.n.Store(n)
 	for range 2 {
-		yield.Hook.Go(b.serve)
+		sched.Hook.Go(b.serve)
 	}
 	return b
 }
 
 func (b *poolBucket) serve() {
 	for {
-		r := yield.R(b.req)
-		if yield.Hook.Select(false, r, yield.R(b.stop)) != 0 {
+		r := sched.R(b.req)
+		if sched.Hook.Select(false, r, sched.R(b.stop)) != 0 {
 			return
 		}
 		ok := false
-		if yield.P(&b.n).Load() > 0 {
-			yield.P(&b.n).Add(-1) // BUG: another worker may have taken it since the load
+		if sched.P(&b.n).Load() > 0 {
+			sched.P(&b.n).Add(-1) // BUG: another worker may have taken it since the load
 			ok = true
 		}
-		yield.Send(r.V, ok)
+		sched.Send(r.V, ok)
 	}
 }
 
@@ -154,11 +154,11 @@ func (b *poolBucket) Retry(k budget.Kind) bool {
 		return false
 	}
 	reply := make(chan bool)
-	yield.Send(b.req, reply)
-	return yield.Recv(reply)
+	sched.Send(b.req, reply)
+	return sched.Recv(reply)
 }
 func (b *poolBucket) Success(budget.Kind) {}
-func (b *poolBucket) Close() error        { yield.Close(b.stop); return nil }
+func (b *poolBucket) Close() error        { sched.Close(b.stop); return nil }
 
 // tokens is the specification: n tokens, a retry takes one while any is
 // left, nothing gives one back.
@@ -181,7 +181,7 @@ func exhaust(t *testing.T, newBudget func() budget.Budget, goroutines [][]model.
 	violations := 0
 	s := linearizability.Scenario{Goroutines: goroutines}
 	rep, err := linearizability.Exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return newBudget() }, bound, 0,
-		func(h linearizability.History, r yield.Report) bool {
+		func(h model.History, r sched.Report) bool {
 			res := linearizability.Check[int64](tokens{1}, h, 0)
 			if res.Verdict == linearizability.Violation {
 				violations++
@@ -240,7 +240,7 @@ func TestExhaustFindsARaceWithACriticalSection(t *testing.T) {
 		{model.OpRetry(model.Throttled)},
 	}}
 	rep, err := linearizability.Exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return &halfLocked{n: 2} }, 1, 0,
-		func(h linearizability.History, r yield.Report) bool {
+		func(h model.History, r sched.Report) bool {
 			return linearizability.Check[int64](tokens{2}, h, 0).Verdict == linearizability.Violation
 		})
 	if err != nil {
@@ -263,7 +263,7 @@ func TestExhaustFindsAPoolsBugEarly(t *testing.T) {
 		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
 	}}
 	rep, err := linearizability.Exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return newPoolBucket(1) }, 2, 500,
-		func(h linearizability.History, r yield.Report) bool {
+		func(h model.History, r sched.Report) bool {
 			return linearizability.Check[int64](tokens{1}, h, 0).Verdict == linearizability.Violation
 		})
 	if err != nil {
@@ -296,8 +296,8 @@ func TestExhaustReducesCriticalSections(t *testing.T) {
 func TestInterleavingNamesTheLine(t *testing.T) {
 	newBudget := func(budget.Clock) budget.Budget { b := &loadThenStore{}; b.n.Store(1); return b }
 	s := linearizability.Scenario{Goroutines: two}
-	var failing *yield.Options
-	if _, err := linearizability.Exhaust(context.Background(), s, newBudget, 1, 0, func(h linearizability.History, r yield.Report) bool {
+	var failing *sched.Options
+	if _, err := linearizability.Exhaust(context.Background(), s, newBudget, 1, 0, func(h model.History, r sched.Report) bool {
 		if linearizability.Check[int64](tokens{1}, h, 0).Verdict == linearizability.Violation {
 			failing = &r.Options
 			return true
@@ -318,7 +318,7 @@ func TestInterleavingNamesTheLine(t *testing.T) {
 	for _, want := range []string{
 		"is preempted at exhaust_test.go:",
 		"in (*loadThenStore).Retry",
-		"| yield.P(&b.n).Store(old - 1)",
+		"| sched.P(&b.n).Store(old - 1)",
 		"resumes at exhaust_test.go:",
 		"<- the model answers denied",
 	} {
@@ -327,7 +327,7 @@ func TestInterleavingNamesTheLine(t *testing.T) {
 		}
 	}
 	// A schedule that no longer violates the model has no story.
-	s.Control = &yield.Options{Strategy: yield.Serial()}
+	s.Control = &sched.Options{Strategy: sched.Serial()}
 	if _, err := linearizability.Interleaving[int64](context.Background(), tokens{1}, s, newBudget); err == nil {
 		t.Error("Interleaving told the story of a linearizable run")
 	}

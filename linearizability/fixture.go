@@ -51,12 +51,12 @@ type Fixture struct {
 	Budget string `json:"budget"` // the implementation that was recorded
 	// Model is the specification, when it is one of the model package's;
 	// ModelName names it (its Go type and parameters) in every case.
-	Model     ModelSpec `json:"model"`
-	ModelName string    `json:"modelName,omitempty"`
-	Rule      string    `json:"rule,omitempty"` // the rule the history breaks, if any
-	Verdict   Verdict   `json:"verdict"`
-	Scenario  *Scenario `json:"scenario,omitempty"` // what was run, if known
-	History   History   `json:"history"`
+	Model     ModelSpec     `json:"model"`
+	ModelName string        `json:"modelName,omitempty"`
+	Rule      string        `json:"rule,omitempty"` // the rule the history breaks, if any
+	Verdict   Verdict       `json:"verdict"`
+	Scenario  *Scenario     `json:"scenario,omitempty"` // what was run, if known
+	History   model.History `json:"history"`
 }
 
 // Save writes f as indented JSON to path, creating its directory.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/sched"
 	"github.com/retrybudget/retrybudget/model"
-	"github.com/retrybudget/retrybudget/yield"
 )
 
 // interleaving replays s, a scenario with a controlled schedule
@@ -55,7 +55,7 @@ func interleaving[S any](ctx context.Context, m model.Model[S], s Scenario, newB
 // tell writes the story of a traced run whose history is h; stuck are the
 // operations that could not come next after the longest order the model
 // accepts.
-func tell(h History, stuck []Stuck, trace []yield.Step) string {
+func tell(h History, stuck []Stuck, trace []sched.Step) string {
 	byCall := make(map[int64]Operation, len(h))
 	for _, o := range h {
 		byCall[o.Call] = o
@@ -112,7 +112,7 @@ func tell(h History, stuck []Stuck, trace []yield.Step) string {
 			if !ok || done[call] {
 				continue
 			}
-			line := fmt.Sprintf("  %-4s %-20s", model.ClientName(o.Client), o.Op)
+			line := fmt.Sprintf("  %-4s %-20s", clientName(o.Client), o.Op)
 			var resumed, stopped *frame
 			if n == 0 && trace[i].Tag == call {
 				resumed = src.user(trace[i].Site)
@@ -198,7 +198,7 @@ type sources map[string][]string
 // user returns the innermost frame of site in the budget's code, or nil if
 // the goroutine stood in the recorder's, between two calls. Frames of the
 // runtime and of package yield are passed over.
-func (src sources) user(site yield.Site) *frame {
+func (src sources) user(site sched.Site) *frame {
 	if len(site) == 0 {
 		return nil
 	}
@@ -208,6 +208,7 @@ func (src sources) user(site yield.Site) *frame {
 		switch {
 		case strings.HasPrefix(f.Function, "runtime."),
 			strings.HasPrefix(f.Function, modulePath+"/yield."),
+			strings.HasPrefix(f.Function, modulePath+"/internal/sched."),
 			strings.HasPrefix(f.Function, modulePath+"/budget.(*ManualClock)."):
 			// The scheduler, and the suite's clock, read by the budget's
 			// code in the frame outside it.
@@ -267,4 +268,14 @@ func shortFunc(fn string) string {
 		fn = fn[i+1:]
 	}
 	return fn
+}
+
+// clientName names a client of a history as model.Operation's String does:
+// "pre" for client 0, which runs before the concurrent part, and "g1",
+// "g2", … for the others.
+func clientName(c int) string {
+	if c == 0 {
+		return "pre"
+	}
+	return fmt.Sprintf("g%d", c)
 }

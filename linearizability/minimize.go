@@ -287,7 +287,7 @@ func focus[S any](r Result[S], s Scenario) []Scenario {
 		return focusStructured(r, s, build(false))
 	}
 	one, all := build(true), build(false)
-	if one.Len() == all.Len() && len(one.Before) == len(all.Before) {
+	if one.len() == all.len() && len(one.Before) == len(all.Before) {
 		return []Scenario{all}
 	}
 	return []Scenario{one, all}

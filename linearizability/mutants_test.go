@@ -101,10 +101,10 @@ func TestMinimizeReachesTheCore(t *testing.T) {
 // retries, each on its own goroutine, after a Before that reaches the same
 // state in a few operations.
 func TestFocusNarrowsAViolation(t *testing.T) {
-	var h linearizability.History
+	var h model.History
 	stamp := int64(0)
 	at := func(client int, op model.Op, granted bool) {
-		h = append(h, linearizability.Operation{Client: client, Op: op, Granted: granted, Call: stamp + 1, Return: stamp + 2})
+		h = append(h, model.Operation{Client: client, Op: op, Granted: granted, Call: stamp + 1, Return: stamp + 2})
 		stamp += 2
 	}
 	for range 30 {
@@ -113,8 +113,8 @@ func TestFocusNarrowsAViolation(t *testing.T) {
 	}
 	at(1, model.OpRetry(model.Throttled), true) // 20 - 5 = 15 tokens
 	h = append(h,
-		linearizability.Operation{Client: 1, Op: model.OpRetry(model.Transient), Granted: true, Call: stamp + 1, Return: stamp + 4},
-		linearizability.Operation{Client: 2, Op: model.OpRetry(model.Transient), Granted: true, Call: stamp + 2, Return: stamp + 3})
+		model.Operation{Client: 1, Op: model.OpRetry(model.Transient), Granted: true, Call: stamp + 1, Return: stamp + 4},
+		model.Operation{Client: 2, Op: model.OpRetry(model.Transient), Granted: true, Call: stamp + 2, Return: stamp + 3})
 	r := linearizability.Check(tightBucket, h, checkTimeout)
 	if r.Verdict != linearizability.Violation {
 		t.Fatalf("the history is %v, want a violation", r.Verdict)

@@ -25,7 +25,7 @@ func report[S any](t testing.TB, r Result[S], f Fixture) (htmlPath, jsonPath, no
 	htmlPath = filepath.Join(dir, base+".html")
 	title := fmt.Sprintf("budget: %s\nmodel:  %s\nrule:   %s\n%s", f.Budget, f.ModelName, f.Rule, r.Explain())
 	var problems []string
-	if err := r.WriteHTML(htmlPath, title); err != nil {
+	if err := r.writeHTML(htmlPath, title); err != nil {
 		problems = append(problems, "could not write the HTML rendering: "+err.Error())
 		htmlPath = ""
 	}

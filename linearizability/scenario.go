@@ -14,8 +14,8 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/sched"
 	"github.com/retrybudget/retrybudget/model"
-	"github.com/retrybudget/retrybudget/yield"
 )
 
 // maxGoroutines is the most goroutines a Scenario may run at once.
@@ -50,11 +50,16 @@ type Scenario struct {
 	// their Schedule, exactly as a run that reported it. It needs code
 	// rewritten by the budgetcheck command; without it the goroutines
 	// still run one at a time, switching only where they start and end.
-	Control *yield.Options `json:"control,omitempty"`
+	Control *sched.Options `json:"control,omitempty"`
 }
 
 // Len returns how many operations s runs in all.
-func (s Scenario) Len() int {
+//
+// Deprecated: count the operations of Before, Goroutines and Clock; Len
+// goes in the next release.
+func (s Scenario) Len() int { return s.len() }
+
+func (s Scenario) len() int {
 	n := len(s.Before) + len(s.Clock)
 	for _, g := range s.Goroutines {
 		n += len(g)
@@ -78,13 +83,13 @@ func (s Scenario) String() string {
 	if s.Structured {
 		// A run skips the rest of a call after a denied retry, so its
 		// history may hold fewer operations than are listed.
-		fmt.Fprintf(&b, "scenario of %d operations (calls of an in-flight budget: after a retry that is denied, the rest of its call is not run):\n", s.Len())
+		fmt.Fprintf(&b, "scenario of %d operations (calls of an in-flight budget: after a retry that is denied, the rest of its call is not run):\n", s.len())
 	} else {
-		fmt.Fprintf(&b, "scenario of %d operations:\n", s.Len())
+		fmt.Fprintf(&b, "scenario of %d operations:\n", s.len())
 	}
 	line("pre", s.Before)
 	for i, g := range s.Goroutines {
-		line(model.ClientName(i+1), g)
+		line(clientName(i+1), g)
 	}
 	if len(s.Clock) > 0 {
 		steps := make([]model.Op, len(s.Clock))
@@ -152,7 +157,7 @@ var ErrTimeout = errors.New("linearizability: the run did not finish; a goroutin
 // process-wide. If ctx ends first, Record
 // returns ErrTimeout joined with ctx's error; the stuck goroutines are left
 // behind, since nothing can stop them.
-func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, error) {
+func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (model.History, error) {
 	h, _, err := recordControlled(ctx, s, newBudget)
 	return h, err
 }
@@ -160,13 +165,13 @@ func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget
 // recordControlled is Record that also returns, for a scenario with
 // Control set, the report of the controlled run: the schedule that
 // replays it, and whether it fell back to free running.
-func recordControlled(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, yield.Report, error) {
+func recordControlled(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, sched.Report, error) {
 	if err := s.validate(); err != nil {
-		return nil, yield.Report{}, err
+		return nil, sched.Report{}, err
 	}
 	type result struct {
 		h   History
-		rep yield.Report
+		rep sched.Report
 		err error
 	}
 	done := make(chan result, 1)
@@ -181,11 +186,11 @@ func recordControlled(ctx context.Context, s Scenario, newBudget func(budget.Clo
 	case r := <-done:
 		return r.h, r.rep, r.err
 	case <-ctx.Done():
-		return nil, yield.Report{}, errors.Join(ErrTimeout, ctx.Err())
+		return nil, sched.Report{}, errors.Join(ErrTimeout, ctx.Err())
 	}
 }
 
-func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, rep yield.Report, err error) {
+func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, rep sched.Report, err error) {
 	// More Ps than cores when there are more goroutines than Ps: the
 	// operating system then preempts the threads running them at arbitrary
 	// instructions, inside the budget's calls too, and a race between two
@@ -193,7 +198,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	// work. (Changing GOMAXPROCS stops the world, so small scenarios, run
 	// thousands of times by the minimizer, keep what they have: their
 	// goroutines then start on cores of their own.)
-	if n := len(s.Goroutines) + 1; s.Control == nil && runtime.GOMAXPROCS(0) < n && s.Len() > smallScenario {
+	if n := len(s.Goroutines) + 1; s.Control == nil && runtime.GOMAXPROCS(0) < n && s.len() > smallScenario {
 		prev := runtime.GOMAXPROCS(max(8, n))
 		defer runtime.GOMAXPROCS(prev)
 	}
@@ -210,21 +215,21 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		o := Operation{Client: client, Op: op}
 		o.Call = stamp.Add(1)
 		if s.Control != nil {
-			yield.Hook.Tag(o.Call) // a traced run's steps name the call they are inside
+			sched.Hook.Tag(o.Call) // a traced run's steps name the call they are inside
 		}
 		if op.Op == model.Advance {
-			yield.Hook.Outside(func() { sub.Advance(clock, op.D) })
+			sched.Hook.Outside(func() { sub.Advance(clock, op.D) })
 		} else {
 			o.Granted = harness.Perform(b, op)
 		}
 		if s.Control != nil {
 			// The return's stamp in a step of its own, which an
 			// exhaustive search orders against the calls' stamps.
-			yield.Hook.PointAt(&stamp)
+			sched.Hook.PointAt(&stamp)
 		}
 		o.Return = stamp.Add(1)
 		if s.Control != nil {
-			yield.Hook.Tag(0)
+			sched.Hook.Tag(0)
 		}
 		return o
 	}
@@ -257,7 +262,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 					continue
 				}
 				if s.Control != nil {
-					yield.Hook.PointAt(&stamp) // a switch between any two operations; the step stamps the call
+					sched.Hook.PointAt(&stamp) // a switch between any two operations; the step stamps the call
 				}
 				o := run(i+1, op)
 				skip.Saw(op, o.Granted)
@@ -291,10 +296,10 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		for i := range fs {
 			fs[i] = func() {
 				if i > 0 {
-					yield.Recv(built)
+					sched.Recv(built)
 				} else {
 					func() {
-						defer yield.Close(built)
+						defer sched.Close(built)
 						var closeBudget func()
 						b, closeBudget, openErr = sub.Build(clock)
 						if openErr == nil {
@@ -310,7 +315,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 				}
 			}
 		}
-		rep = yield.Run(*s.Control, fs...)
+		rep = sched.Run(*s.Control, fs...)
 		if rep.Exhausted {
 			// The calls went past the step bound: a livelock, and some
 			// may still be running, so the history is not read.
@@ -326,7 +331,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 			return nil, rep, beforeErr
 		}
 	} else {
-		freeRun(len(lists), s.Len() <= smallScenario, body)
+		freeRun(len(lists), s.len() <= smallScenario, body)
 	}
 	for _, e := range errs {
 		if e != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/sched"
 	"github.com/retrybudget/retrybudget/model"
-	"github.com/retrybudget/retrybudget/yield"
 )
 
 const (
@@ -73,7 +73,7 @@ func (se *searcher[S]) scenario(seed uint64) Scenario {
 
 // trial records s once on a budget of sub, in a bubble for a wall-clock
 // subject, and checks the history; under control, rep is the run's report.
-func (se *searcher[S]) trial(t *testing.T, s Scenario) (res Result[S], rep yield.Report, err error) {
+func (se *searcher[S]) trial(t *testing.T, s Scenario) (res Result[S], rep sched.Report, err error) {
 	hs := se.harness(t)
 	err = hs.InBubble(t, "a recorded run", func(t *testing.T) error {
 		h, r, err := recordControlled(context.Background(), s, se.harness(t).New)
@@ -96,7 +96,7 @@ func (se *searcher[S]) trial(t *testing.T, s Scenario) (res Result[S], rep yield
 // only the controlled runs are made, schedules of them: what fails then
 // fails on every run.
 func (se *searcher[S]) explore(t *testing.T, s Scenario, seed uint64, freely bool, schedules int, free *int) (Result[S], Scenario, error) {
-	runs := []*yield.Options{s.Control}
+	runs := []*sched.Options{s.Control}
 	if s.Control == nil && controlled() {
 		// The controlled runs first: a violation they show is reported
 		// with its schedule and minimized deterministically.
@@ -165,7 +165,7 @@ type Target[S any] struct {
 	// a budget from New: for a budget in another process, such as a
 	// server's. Its runs are free ones (no schedule controls them), and a
 	// violation they show is reported as found, without narrowing.
-	Record func(s Scenario) (History, error)
+	Record func(s Scenario) (model.History, error)
 }
 
 // A Finding is what a search found: a violation explained, or a check that
@@ -219,7 +219,7 @@ func (se *searcher[S]) timeout() time.Duration {
 //
 // Under control (code that budgetcheck rewrote, see package yield) it
 // first runs small scenarios at the model's edges under every schedule
-// with at most DefaultPreemptionBound preemptions, then the random
+// with at most two preemptions, then the random
 // scenarios, each under a few controlled schedules and once freely; a
 // violation is narrowed to the operations that matter, minimized, its
 // schedule shrunk to the fewest preemptions, and told in the budget's own
@@ -387,7 +387,7 @@ func minimizeSchedules(n int) int {
 // preemption is a step at which the goroutine that had the baton could
 // have gone on). It first searches the schedules with one preemption, and
 // then, for a short run, those with two, exhaustively, in order: the run
-// that never preempts (yield.Serial), switched at one step to another
+// that never preempts (sched.Serial), switched at one step to another
 // goroutine, then at a later step again, going on without preempting.
 // When neither holds a failing run it shrinks greedily: it keeps the
 // shortest prefix of the choices, up to a preemption, after which the run
@@ -397,7 +397,7 @@ func minimizeSchedules(n int) int {
 // number of preemptions before and after.
 func (se *searcher[S]) shrinkSchedule(t *testing.T, s Scenario, w Result[S], within time.Duration) (Scenario, Result[S], int, int) {
 	deadline := time.Now().Add(within)
-	run := func(o yield.Options) (Result[S], yield.Report, bool) {
+	run := func(o sched.Options) (Result[S], sched.Report, bool) {
 		c := s
 		c.Control = &o
 		r, rep, err := se.trial(t, c)
@@ -411,13 +411,13 @@ func (se *searcher[S]) shrinkSchedule(t *testing.T, s Scenario, w Result[S], wit
 	before := len(cur.Preemptions)
 	// A candidate keeps a prefix of the choices and lets the run go on
 	// without preempting.
-	prefix := func(sched []int) yield.Options {
+	prefix := func(order []int) sched.Options {
 		o := cur.Options
-		o.Strategy = yield.Serial()
-		o.Schedule = sched
+		o.Strategy = sched.Serial()
+		o.Schedule = order
 		return o
 	}
-	better := func(o yield.Options) bool {
+	better := func(o sched.Options) bool {
 		r, rep, ok := run(o)
 		if ok && len(rep.Preemptions) < len(cur.Preemptions) {
 			cur, w = rep, r
@@ -430,8 +430,8 @@ func (se *searcher[S]) shrinkSchedule(t *testing.T, s Scenario, w Result[S], wit
 	// never preempts after step from, to another goroutine at one step
 	// after from, and runs them until one fails; it returns the reports of
 	// those that did not.
-	switched := func(base []int, from int) (bool, []yield.Report) {
-		var tried []yield.Report
+	switched := func(base []int, from int) (bool, []sched.Report) {
+		var tried []sched.Report
 		for j := from + 1; j < len(base); j++ {
 			for g := range goroutines {
 				if g == base[j] || !time.Now().Before(deadline) {
@@ -477,9 +477,9 @@ func (se *searcher[S]) shrinkSchedule(t *testing.T, s Scenario, w Result[S], wit
 			if !time.Now().Before(deadline) {
 				break
 			}
-			sched := slices.Clone(cur.Options.Schedule[:i+1])
-			sched[i] = sched[i-1]
-			if better(prefix(sched)) {
+			order := slices.Clone(cur.Options.Schedule[:i+1])
+			order[i] = order[i-1]
+			if better(prefix(order)) {
 				changed = true
 				break // the steps after i have moved
 			}
@@ -515,7 +515,7 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 	// Under control a smaller scenario is tried on the same schedules
 	// every time, so minimizing is deterministic: the scenario that fails,
 	// with the schedule that makes it fail, is kept.
-	var last *yield.Options // the schedule of the last failing run, under control
+	var last *sched.Options // the schedule of the last failing run, under control
 	fails := func(c Scenario) (Result[S], bool) {
 		if !controlled() {
 			r, _, err := se.trial(t, c)
@@ -537,14 +537,14 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 			}
 		}
 		var free int
-		r, w, err := se.explore(t, c, 0, false, minimizeSchedules(c.Len()), &free)
+		r, w, err := se.explore(t, c, 0, false, minimizeSchedules(c.len()), &free)
 		if err == nil && r.Verdict == Violation {
 			last = w.Control
 			return r, true
 		}
 		return r, false
 	}
-	from := s.Len()
+	from := s.len()
 	elapsed := func() time.Duration { return time.Since(start) }
 	tries := minimizeTries
 	if controlled() {
@@ -568,7 +568,7 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 	// scenario with its witness and, under control, its schedule.
 	minimizeFrom := func(start Scenario, within time.Duration) (Scenario, Result[S], bool) {
 		last = nil
-		rep := minimize(start, tries(start.Len()), within, fails)
+		rep := minimize(start, tries(start.len()), within, fails)
 		if rep.Witness.Verdict != Violation {
 			return start, rep.Witness, false
 		}
@@ -577,7 +577,7 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 		return to, rep.Witness, true
 	}
 	starts := []Scenario{best}
-	if controlled() && best.Len() != s.Len() {
+	if controlled() && best.len() != s.len() {
 		// Deletion stops at a scenario from which no one operation can
 		// go: from the focused scenario, whose prefix leads to one exact
 		// state, that can be larger than what the whole scenario leads
@@ -586,14 +586,14 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 	}
 	best.Control = s.Control
 	for i, start := range starts {
-		if i > 0 && best.Len() <= smallWitness {
+		if i > 0 && best.len() <= smallWitness {
 			break
 		}
 		left := minimizeBudget(minimizeWithin, elapsed())
 		if i < len(starts)-1 {
 			left /= 2
 		}
-		if to, w, ok := minimizeFrom(start, left); ok && (i == 0 || to.Len() < best.Len()) {
+		if to, w, ok := minimizeFrom(start, left); ok && (i == 0 || to.len() < best.len()) {
 			best, witness = to, w
 		}
 	}
@@ -609,13 +609,13 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 	html, js, note := report(t, witness, Fixture{
 		Name: se.name() + "-violation", Budget: se.name(), Rule: linearizableRule, Scenario: &best,
 	})
-	var sched string
+	var order string
 	if best.Control != nil {
-		sched = fmt.Sprintf("under the controlled schedule %s%s\nreplay it with: %s\n", best.Control, switches, replayCommand(best))
+		order = fmt.Sprintf("under the controlled schedule %s%s\nreplay it with: %s\n", best.Control, switches, replayCommand(best))
 		// The schedule told in the budget's own lines, from one more
 		// replay with its steps traced.
 		if story, err := interleaving(context.Background(), se.tg.Model, best, se.harness(t).New); err == nil {
-			sched += story
+			order += story
 		} else {
 			t.Logf("%s: the interleaving could not be told: %v", se.name(), err)
 		}
@@ -625,7 +625,7 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 		which = "the scenario" // the exhaustive stage's, named before
 	}
 	return &Finding{Verdict: Violation, HTMLPath: html, JSONPath: js, Detail: fmt.Sprintf("%s: %s failed; %s:\n%s%s%s%s",
-		se.name(), which, shrunkFrom(from, best.Len(), time.Since(start)), best, sched, witness.Explain(), note)}
+		se.name(), which, shrunkFrom(from, best.len(), time.Since(start)), best, order, witness.Explain(), note)}
 }
 
 // shrunkFrom says how minimizing a failing scenario of from operations,
@@ -659,8 +659,8 @@ func inChild() bool { return control.InChild() }
 // controlOptions returns the options of the k-th schedule explored for the
 // scenario of seed: about three yield points per operation, the one
 // between operations, and a load and an update inside most budgets.
-func controlOptions(s Scenario, seed uint64, k int) *yield.Options {
-	o := control.Options(seed, k, 3*s.Len())
+func controlOptions(s Scenario, seed uint64, k int) *sched.Options {
+	o := control.Options(seed, k, 3*s.len())
 	return &o
 }
 

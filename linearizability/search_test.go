@@ -67,7 +67,7 @@ func TestSearchChecksRecordedHistories(t *testing.T) {
 				drawn = append(drawn, seed)
 				return tokenBucket(m).scenario(seed, 3, 40)
 			},
-			Record: func(s linearizability.Scenario) (linearizability.History, error) {
+			Record: func(s linearizability.Scenario) (model.History, error) {
 				return linearizability.Record(context.Background(), s, c.new)
 			},
 		})

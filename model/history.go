@@ -34,16 +34,21 @@ type Operation struct {
 func (o Operation) String() string {
 	if o.Pending {
 		if o.Settled > 0 {
-			return fmt.Sprintf("[%d,%d?] %s %s -> unknown (pending, settled by %d)", o.Call, o.Settled, ClientName(o.Client), o.Op, o.Settled)
+			return fmt.Sprintf("[%d,%d?] %s %s -> unknown (pending, settled by %d)", o.Call, o.Settled, clientName(o.Client), o.Op, o.Settled)
 		}
-		return fmt.Sprintf("[%d,…] %s %s -> unknown (pending)", o.Call, ClientName(o.Client), o.Op)
+		return fmt.Sprintf("[%d,…] %s %s -> unknown (pending)", o.Call, clientName(o.Client), o.Op)
 	}
-	return fmt.Sprintf("[%d,%d] %s %s", o.Call, o.Return, ClientName(o.Client), Describe(o.Op, o.Granted))
+	return fmt.Sprintf("[%d,%d] %s %s", o.Call, o.Return, clientName(o.Client), Describe(o.Op, o.Granted))
 }
 
 // ClientName names a client of a history: "pre" for client 0, which runs
 // before the concurrent part, and "g1", "g2", … for the others.
-func ClientName(c int) string {
+//
+// Deprecated: Operation.String names the client; this goes in the next
+// release.
+func ClientName(c int) string { return clientName(c) }
+
+func clientName(c int) string {
 	if c == 0 {
 		return "pre"
 	}
@@ -65,6 +70,8 @@ func (h History) String() string {
 
 // Clients returns how many clients made h's operations, the clock's
 // included: one more than the largest Client.
+//
+// Deprecated: nothing needs it; it goes in the next release.
 func (h History) Clients() int {
 	n := 0
 	for _, o := range h {

@@ -5,35 +5,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/retrybudget/retrybudget/budget"
 )
 
 // Kind classifies an attempt as in the budget contract: FirstAttempt, or a
-// retry after a Transient or a Throttled failure. The numeric values equal
-// those of the budget package's Kind.
-type Kind uint8
+// retry after a Transient or a Throttled failure. It is budget.Kind: a
+// model and the budget it specifies speak of attempts in one type.
+type Kind = budget.Kind
 
-// The attempt kinds.
+// The attempt kinds, budget's.
 const (
-	FirstAttempt Kind = iota
-	Transient
-	Throttled
+	FirstAttempt = budget.FirstAttempt
+	Transient    = budget.Transient
+	Throttled    = budget.Throttled
 )
-
-// IsRetry reports whether k is Transient or Throttled.
-func (k Kind) IsRetry() bool { return k == Transient || k == Throttled }
-
-// String returns "first", "transient", "throttled" or "Kind(N)".
-func (k Kind) String() string {
-	switch k {
-	case FirstAttempt:
-		return "first"
-	case Transient:
-		return "transient"
-	case Throttled:
-		return "throttled"
-	}
-	return "Kind(" + strconv.Itoa(int(k)) + ")"
-}
 
 // OpKind names an operation.
 type OpKind uint8
@@ -89,6 +75,9 @@ var OpCallEnd = Op{Op: CallEnd}
 
 // IsEnd reports whether op is AttemptEnd or CallEnd: an operation only an
 // in-flight budget is told of.
+//
+// Deprecated: compare op.Op with AttemptEnd and CallEnd. IsEnd goes in the
+// next release.
 func (op Op) IsEnd() bool { return op.Op == AttemptEnd || op.Op == CallEnd }
 
 // OpAdvance returns Advance(d).

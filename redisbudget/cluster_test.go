@@ -17,6 +17,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/linearizability"
+	"github.com/retrybudget/retrybudget/model"
 	"github.com/retrybudget/retrybudget/redisbudget"
 )
 
@@ -316,7 +317,7 @@ func TestCluster(t *testing.T) {
 				t.Skip("the killed-master scenarios run with -redis.masterkill")
 			}
 			var fastest, slowest time.Duration
-			checkScenarios(t, fault, n, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
+			checkScenarios(t, fault, n, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) model.History {
 				rg := clusterRig(t, c)
 				rg.hold = true
 				// A call made after the master was killed that failed on

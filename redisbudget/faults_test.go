@@ -117,7 +117,7 @@ func serverRig(t *testing.T, s *server) rig {
 type recording struct {
 	stamp   atomic.Int64
 	mu      sync.Mutex
-	h       linearizability.History
+	h       model.History
 	clients int        // the budget's clients are 1 to clients; the clock is clients+1
 	clockMu sync.Mutex // a fault that must know the clock's reading holds it
 	clockAt int64      // the clock's reading, as far as the clock goroutine knows
@@ -134,7 +134,7 @@ type recording struct {
 
 func (r *recording) now() int64 { return r.stamp.Add(1) }
 
-func (r *recording) add(o linearizability.Operation) {
+func (r *recording) add(o model.Operation) {
 	r.mu.Lock()
 	r.h = append(r.h, o)
 	r.mu.Unlock()
@@ -158,7 +158,7 @@ func (r *recording) killed(at int64) {
 
 // history returns the history, with the calls in an unsure window pending,
 // and each pending call made before a kill settled by it.
-func (r *recording) history() linearizability.History {
+func (r *recording) history() model.History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := range r.h {
@@ -182,7 +182,7 @@ func (r *recording) history() linearizability.History {
 // the server-side clock and, for fault "stop" or "kill", a fault goroutine
 // stops the server for 2s or kills and restarts it. A failed call is
 // recorded as pending; a restart, which loses the budget, as a reset.
-func recordNet(t *testing.T, s *server, sc linearizability.Scenario, fault string, newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
+func recordNet(t *testing.T, s *server, sc linearizability.Scenario, fault string, newClient func(redisbudget.Config) (netBudget, error)) model.History {
 	t.Helper()
 	rg := serverRig(t, s)
 	var f func(*recording)
@@ -197,7 +197,7 @@ func recordNet(t *testing.T, s *server, sc linearizability.Scenario, fault strin
 		f = func(r *recording) {
 			r.clockMu.Lock()
 			defer r.clockMu.Unlock()
-			o := linearizability.Operation{Client: r.clients + 2, Op: model.OpReset}
+			o := model.Operation{Client: r.clients + 2, Op: model.OpReset}
 			o.Call = r.now()
 			s.kill()
 			s.startWith(map[string]string{rg.clockKey: strconv.FormatInt(r.clockAt, 10)})
@@ -212,7 +212,7 @@ func recordNet(t *testing.T, s *server, sc linearizability.Scenario, fault strin
 // clients, each with its own connection pool, while a clock goroutine steps
 // the server-side clock and, if fault is not nil, a fault goroutine runs
 // fault 20ms into the run. A failed call is recorded as pending.
-func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recording), newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
+func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recording), newClient func(redisbudget.Config) (netBudget, error)) model.History {
 	t.Helper()
 	ctx := context.Background()
 	if err := rg.admin.Set(ctx, rg.clockKey, 0, 0).Err(); err != nil {
@@ -237,7 +237,7 @@ func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recor
 				if i == len(ops)/2 {
 					<-faulted
 				}
-				o := linearizability.Operation{Client: g + 1, Op: op}
+				o := model.Operation{Client: g + 1, Op: op}
 				o.Call = r.now()
 				granted, err := b(ctx, op)
 				o.Return = r.now()
@@ -260,7 +260,7 @@ func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recor
 		<-start
 		for _, d := range sc.Clock {
 			r.clockMu.Lock()
-			o := linearizability.Operation{Client: r.clients + 1, Op: model.OpAdvance(d)}
+			o := model.Operation{Client: r.clients + 1, Op: model.OpAdvance(d)}
 			o.Call = r.now()
 			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 			v, err := rg.admin.IncrBy(cctx, rg.clockKey, int64(d)).Result()
@@ -312,7 +312,7 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	s := startServer(t)
 	for _, fault := range []string{"none", "stop", "kill"} {
 		t.Run(fault, func(t *testing.T) {
-			pending := checkScenarios(t, fault, *scenarios, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
+			pending := checkScenarios(t, fault, *scenarios, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) model.History {
 				return recordNet(t, s, sc, fault, newClient)
 			})
 			if fault == "stop" && pending == 0 {
@@ -327,11 +327,11 @@ func TestLinearizableUnderFaults(t *testing.T) {
 // and fails the test for a violation (the first of each budget, explained)
 // and for an inconclusive check. It returns how many calls were recorded
 // as pending.
-func checkScenarios(t *testing.T, fault string, n int, rec func(linearizability.Scenario, func(redisbudget.Config) (netBudget, error)) linearizability.History) (pending int) {
+func checkScenarios(t *testing.T, fault string, n int, rec func(linearizability.Scenario, func(redisbudget.Config) (netBudget, error)) model.History) (pending int) {
 	t.Helper()
 	var scenarios int
-	record := func(newClient func(redisbudget.Config) (netBudget, error)) func(linearizability.Scenario) (linearizability.History, error) {
-		return func(sc linearizability.Scenario) (linearizability.History, error) {
+	record := func(newClient func(redisbudget.Config) (netBudget, error)) func(linearizability.Scenario) (model.History, error) {
+		return func(sc linearizability.Scenario) (model.History, error) {
 			scenarios++
 			h := rec(sc, newClient)
 			for _, o := range h {
@@ -376,7 +376,7 @@ func checkScenarios(t *testing.T, fault string, n int, rec func(linearizability.
 // answeredAfter counts the calls of the budget's clients (1 to clients)
 // made after stamp that were answered: a fault that ended after the last
 // of them did not happen mid-run.
-func answeredAfter(h linearizability.History, clients int, stamp int64) int {
+func answeredAfter(h model.History, clients int, stamp int64) int {
 	n := 0
 	for _, o := range h {
 		if o.Call > stamp && o.Client <= clients && !o.Pending {
@@ -465,7 +465,7 @@ func TestLinearizableThroughNetworkFaults(t *testing.T) {
 	s := startServer(t)
 	p := newFaultProxy(t, s.addr())
 	n := 0
-	pending := checkScenarios(t, "network", *scenarios, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
+	pending := checkScenarios(t, "network", *scenarios, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) model.History {
 		n++
 		return record(t, proxyRig(t, s, p), sc, networkFaults(p, n-1), newClient)
 	})

@@ -24,7 +24,7 @@ import (
 // Run with -redis.scenarios=50 for the acceptance level.
 func TestLinearizableAcrossCrashWithAOF(t *testing.T) {
 	s := startServerAOF(t, "always")
-	checkScenarios(t, "aof-always-kill", *scenarios, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) linearizability.History {
+	checkScenarios(t, "aof-always-kill", *scenarios, func(sc linearizability.Scenario, newClient func(redisbudget.Config) (netBudget, error)) model.History {
 		var restarted int64
 		h := record(t, serverRig(t, s), sc, func(r *recording) {
 			s.kill()

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 
 	"github.com/retrybudget/retrybudget/internal/control"
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 // childFlags are the flags a child process gets besides its -test.* ones:
@@ -44,11 +44,11 @@ const loopSchedule = 200
 // loop's synchronization points comes from the seed. What the loop races
 // against outside its code, the clock of the testing/synctest bubble, a
 // context's timer, runs as it does without control.
-func schedules(name string) []*yield.Options {
+func schedules(name string) []*sched.Options {
 	if !control.Controlled() {
-		return []*yield.Options{nil}
+		return []*sched.Options{nil}
 	}
-	var out []*yield.Options
+	var out []*sched.Options
 	for i := range control.Schedules() {
 		o := control.Named(name, i, loopSchedule)
 		out = append(out, &o)
@@ -68,7 +68,7 @@ const controlledStageEnv = "RETRYBUDGET_LOOP_CONTROLLED_STAGE"
 
 // explain, on a failure of t under control, says which schedule it was in
 // and how to run it again.
-func explain(t *testing.T, k int, rep yield.Report) {
+func explain(t *testing.T, k int, rep sched.Report) {
 	t.Helper()
 	if t.Failed() {
 		t.Logf("under control, schedule %d of %d (%s replays it): %v", k+1, control.Schedules(), control.Describe(), rep)
@@ -79,7 +79,7 @@ func explain(t *testing.T, k int, rep yield.Report) {
 // schedules of name, stopping at the first that fails. Body returns false
 // when its controlled run fell back to free running and it judged nothing
 // (see fellBack); that schedule is then run once more, free.
-func eachSchedule(t *testing.T, name string, body func(t *testing.T, ctl *yield.Options, k int) bool) {
+func eachSchedule(t *testing.T, name string, body func(t *testing.T, ctl *sched.Options, k int) bool) {
 	t.Helper()
 	for k, ctl := range schedules(name) {
 		judged := true
@@ -99,7 +99,7 @@ func eachSchedule(t *testing.T, name string, body func(t *testing.T, ctl *yield.
 // syscall) stops the others until the fallback; inside a bubble the clock
 // moves meanwhile, so what the check measures is then the fallback's, not
 // the loop's: it judges nothing, and the case runs again, free.
-func fellBack(t *testing.T, k int, rep yield.Report) bool {
+func fellBack(t *testing.T, k int, rep sched.Report) bool {
 	t.Helper()
 	if !rep.Free || rep.Reason == "" {
 		return false
@@ -125,9 +125,9 @@ func fellBackRun(t *testing.T, k int, r *recorder) bool {
 
 // controlled runs fs as a controlled run under o, or as plain goroutines
 // when o is nil, and returns when all have returned.
-func controlled(o *yield.Options, fs ...func()) yield.Report {
+func controlled(o *sched.Options, fs ...func()) sched.Report {
 	if o != nil {
-		return yield.Run(*o, fs...)
+		return sched.Run(*o, fs...)
 	}
 	done := make(chan struct{}, len(fs))
 	for _, f := range fs {
@@ -139,5 +139,5 @@ func controlled(o *yield.Options, fs ...func()) yield.Report {
 	for range fs {
 		<-done
 	}
-	return yield.Report{}
+	return sched.Report{}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/control"
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 // The EveryStartEnds check. An in-flight budget (budget.InFlightBudget:
@@ -394,7 +394,7 @@ func endsPaths() []endsPath {
 			name: "LaterAttemptWins", s: settings,
 			op: func(_ context.Context, n int, _ func()) error {
 				if n == 1 {
-					yield.Hook.Sleep(time.Second) // ignores ctx
+					sched.Hook.Sleep(time.Second) // ignores ctx
 					return ErrTransient
 				}
 				return nil
@@ -416,7 +416,7 @@ type endsRun struct {
 // runPath makes one call of l down p, under ctl if set (the k-th schedule),
 // inside the caller's bubble, and returns it; false when the controlled
 // run fell back to free running and the call judges nothing.
-func runPath(t *testing.T, l Loop, p endsPath, ctl *yield.Options, k int) (endsRun, bool) {
+func runPath(t *testing.T, l Loop, p endsPath, ctl *sched.Options, k int) (endsRun, bool) {
 	run := endsRun{path: p}
 	if ctl != nil {
 		run.sched = fmt.Sprintf(", under control, schedule %d of %d (%v; %s replays it)", k+1, control.Schedules(), *ctl, control.Describe())

@@ -50,25 +50,29 @@ type Outcome struct {
 // schedules; their outcomes are then those runs'. Where that binary cannot
 // be had, their outcome says in one line that the verdict is uncontrolled.
 //
-// The calling test must make the same IsolatedLoopChecks (or CheckLoop)
-// calls in the child as in the parent. A key of l.Skip that names no check
-// fails the test, in the parent and in the child.
-func IsolatedLoopChecks(t *testing.T, l Loop, timeout time.Duration) map[string]Outcome {
+// Names in only restrict the run to those checks (none means every one);
+// a name that is not a check's fails the test. The calling test must make
+// the same IsolatedLoopChecks (or budgettest.RunLoop) calls in the child as
+// in the parent. A key of l.Skip that names no check fails the test, in the
+// parent and in the child.
+func IsolatedLoopChecks(t *testing.T, l Loop, timeout time.Duration, only ...string) map[string]Outcome {
 	t.Helper()
-	return isolate(t, l, nil, timeout, 0)
-}
-
-// IsolatedLoopChecksNamed is IsolatedLoopChecks for the checks named in
-// names only, each in a child process: the map holds their outcomes. A
-// name that is not a check's fails the test.
-func IsolatedLoopChecksNamed(t *testing.T, l Loop, timeout time.Duration, names ...string) map[string]Outcome {
-	t.Helper()
-	for _, n := range names {
+	for _, n := range only {
 		if !slices.Contains(checkNames(), n) {
 			t.Fatalf("stress: no loop check %q; the checks are %s", n, strings.Join(checkNames(), ", "))
 		}
 	}
-	return isolate(t, l, names, timeout, 0)
+	return isolate(t, l, only, timeout, 0)
+}
+
+// IsolatedLoopChecksNamed is IsolatedLoopChecks for the checks named in
+// names only.
+//
+// Deprecated: IsolatedLoopChecks takes the names itself. This name goes in
+// the next release.
+func IsolatedLoopChecksNamed(t *testing.T, l Loop, timeout time.Duration, names ...string) map[string]Outcome {
+	t.Helper()
+	return IsolatedLoopChecks(t, l, timeout, names...)
 }
 
 // killGrace is how long after a child's own -test.timeout the parent stops

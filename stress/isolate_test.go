@@ -185,10 +185,10 @@ func TestNilCallFailsOnce(t *testing.T) {
 	}
 }
 
-// IsolatedLoopChecksNamed runs the checks it names, and no other.
-func TestIsolatedLoopChecksNamedRunsThoseOnly(t *testing.T) {
+// IsolatedLoopChecks runs the checks it names, and no other.
+func TestIsolatedLoopChecksRunsThoseOnly(t *testing.T) {
 	l := RetrierLoop()
-	outcomes := IsolatedLoopChecksNamed(t, l, time.Minute, "NoAttemptOnDoneContext", "PermanentNeverRetried")
+	outcomes := IsolatedLoopChecks(t, l, time.Minute, "NoAttemptOnDoneContext", "PermanentNeverRetried")
 	if outcomes == nil {
 		return // the child
 	}

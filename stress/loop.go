@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/retrybudget/retrybudget/budget"
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 // Settings configure a loop for one check. An adapter sets its loop's
@@ -524,14 +524,14 @@ func checkNoLeak(t *testing.T, l Loop) {
 		// operations outside a controlled run, so that under control the
 		// loop's other goroutines run while an attempt waits.
 		{"HonoursCtxAndIsCancelled", true, func(ctx context.Context, n int, _ <-chan struct{}) error {
-			if yield.Hook.Select(false, yield.R(ctx.Done()), yield.R(time.After(time.Second))) == 0 {
+			if sched.Hook.Select(false, sched.R(ctx.Done()), sched.R(time.After(time.Second))) == 0 {
 				return ctx.Err()
 			}
 			return ErrTransient
 		}},
 		{"IgnoresCtxAndIsCancelled", true, func(ctx context.Context, n int, cancelled <-chan struct{}) error {
-			yield.Hook.Sleep(30 * time.Millisecond) // ignores ctx
-			yield.Recv(cancelled)                   // and ends after the cancel, however late its timer
+			sched.Hook.Sleep(30 * time.Millisecond) // ignores ctx
+			sched.Recv(cancelled)                   // and ends after the cancel, however late its timer
 			return ErrTransient
 		}},
 		// A loop that hedges starts another attempt while the first runs;
@@ -542,8 +542,8 @@ func checkNoLeak(t *testing.T, l Loop) {
 			if n > 1 {
 				return nil
 			}
-			if yield.Hook.Select(false, yield.R(ctx.Done()), yield.R(time.After(100*time.Millisecond))) == 0 {
-				yield.Hook.Sleep(20 * time.Millisecond)
+			if sched.Hook.Select(false, sched.R(ctx.Done()), sched.R(time.After(100*time.Millisecond))) == 0 {
+				sched.Hook.Sleep(20 * time.Millisecond)
 				return ctx.Err()
 			}
 			return ErrTransient
@@ -563,7 +563,7 @@ func checkNoLeak(t *testing.T, l Loop) {
 // noLeakCase runs one case of NoGoroutineOutlivesCall (the k-th run of
 // it, under ctl when that is set) and reports whether it passed. The case
 // has the call cancelled 10ms into its first attempt if cancelAt10ms.
-func noLeakCase(t *testing.T, l Loop, cancelAt10ms bool, op func(ctx context.Context, n int, cancelled <-chan struct{}) error, ctl *yield.Options, k int) bool {
+func noLeakCase(t *testing.T, l Loop, cancelAt10ms bool, op func(ctx context.Context, n int, cancelled <-chan struct{}) error, ctl *sched.Options, k int) bool {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -628,7 +628,7 @@ func noLeakCase(t *testing.T, l Loop, cancelAt10ms bool, op func(ctx context.Con
 }
 
 func checkSharedBudget(t *testing.T, l Loop) {
-	eachSchedule(t, l.Name+"/SharedBudgetRespected", func(t *testing.T, ctl *yield.Options, k int) bool {
+	eachSchedule(t, l.Name+"/SharedBudgetRespected", func(t *testing.T, ctl *sched.Options, k int) bool {
 		shared, err := budget.NewTokenBucket(budget.TokenBucketConfig{Capacity: 5, TransientCost: 1, ThrottledCost: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -835,11 +835,11 @@ func checkServerDelay(t *testing.T, l Loop) {
 
 func checkIgnoringOp(t *testing.T, l Loop) {
 	t.Run("CancelledDuringAttempt", func(t *testing.T) {
-		eachSchedule(t, l.Name+"/IgnoringOpEndsTheCall/CancelledDuringAttempt", func(t *testing.T, ctl *yield.Options, k int) bool {
+		eachSchedule(t, l.Name+"/IgnoringOpEndsTheCall/CancelledDuringAttempt", func(t *testing.T, ctl *sched.Options, k int) bool {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			r := newRecorder(t, l, func(context.Context, int) error {
-				yield.Hook.Sleep(time.Second) // ignores ctx
+				sched.Hook.Sleep(time.Second) // ignores ctx
 				return ErrTransient
 			})
 			r.ctl = ctl
@@ -881,14 +881,14 @@ func checkIgnoringOp(t *testing.T, l Loop) {
 		})
 	})
 	t.Run("LaterAttemptWins", func(t *testing.T) {
-		eachSchedule(t, l.Name+"/IgnoringOpEndsTheCall/LaterAttemptWins", func(t *testing.T, ctl *yield.Options, k int) bool {
+		eachSchedule(t, l.Name+"/IgnoringOpEndsTheCall/LaterAttemptWins", func(t *testing.T, ctl *sched.Options, k int) bool {
 			// The first attempt ignores ctx and takes a second; any other
 			// succeeds at once. A loop that hedges starts one while the
 			// first runs, and must wait for the first, its loser, before
 			// it returns; a loop that does not hedges retries after it.
 			r := newRecorder(t, l, func(_ context.Context, n int) error {
 				if n == 1 {
-					yield.Hook.Sleep(time.Second)
+					sched.Hook.Sleep(time.Second)
 					return ErrTransient
 				}
 				return nil

@@ -10,7 +10,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/control"
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 // Limits past which a loop is taken to spin: so many attempts at one
@@ -50,7 +50,7 @@ type recorder struct {
 	began time.Time          // the start of the call
 	stop  context.CancelFunc // cancels the call's context
 	own   context.CancelFunc // if set, the call gets the check's context itself, and this cancels it
-	ctl   *yield.Options     // if set, the call runs under control, with these options
+	ctl   *sched.Options     // if set, the call runs under control, with these options
 
 	mu        sync.Mutex
 	attempts  []*attempt
@@ -60,7 +60,7 @@ type recorder struct {
 	instant   time.Time    // the start of the last attempt
 	atInstant int          // attempts that started at instant
 	spun      int          // attempts refused since the loop was found spinning
-	rep       yield.Report // the controlled run's, once ran
+	rep       sched.Report // the controlled run's, once ran
 	ran       bool
 }
 
@@ -105,7 +105,7 @@ func (r *recorder) start(ctx context.Context, b budget.Budget, s Settings) <-cha
 			call()
 			return
 		}
-		rep := yield.Run(*r.ctl, call)
+		rep := sched.Run(*r.ctl, call)
 		r.mu.Lock()
 		r.rep, r.ran = rep, true
 		r.mu.Unlock()
@@ -115,7 +115,7 @@ func (r *recorder) start(ctx context.Context, b budget.Budget, s Settings) <-cha
 
 // runReport returns the report of the call's controlled run, and whether
 // there was one that has ended.
-func (r *recorder) runReport() (yield.Report, bool) {
+func (r *recorder) runReport() (sched.Report, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.rep, r.ctl != nil && r.ran

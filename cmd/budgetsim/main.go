@@ -27,8 +27,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrybudget/retrybudget/internal/sim"
 	"github.com/retrybudget/retrybudget/internal/simcases"
-	"github.com/retrybudget/retrybudget/sim"
 )
 
 type report struct {

@@ -242,9 +242,9 @@ func goCommand() (string, error) {
 // suitePackages are the packages of this module that judge rather than
 // are judged: never rewritten unless named.
 var suitePackages = []string{
-	"budgettest", "stress", "linearizability", "model", "sim", "fuzz", "yield",
+	"budgettest", "stress", "linearizability", "model", "sim", "fuzz", "yield", "internal/sched", "internal/fuzzops",
 	"internal/harness", "internal/stressrun", "internal/seqcheck", "internal/instrument",
-	"internal/matrix", "internal/control", "internal/simcases",
+	"internal/matrix", "internal/control", "internal/simcases", "internal/sim",
 }
 
 const modulePath = "github.com/retrybudget/retrybudget"

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 // DefaultSchedules is how many schedules each scenario, stress run or loop
@@ -103,31 +103,31 @@ func Replay() string { return strings.TrimSpace(*replay) }
 
 // Controlled reports whether this process runs controlled stages itself:
 // its code is instrumented and schedules are asked for.
-func Controlled() bool { return yield.Instrumented() && Schedules() > 0 }
+func Controlled() bool { return sched.Instrumented() && Schedules() > 0 }
 
 // Strategy is the strategy of the k-th schedule of a scenario: PCT of
 // depth 2 and 3 (one and two preemptions) and the random walk, in turn.
-func Strategy(k int) yield.Strategy {
+func Strategy(k int) sched.Strategy {
 	switch k % 3 {
 	case 0:
-		return yield.PCT(2)
+		return sched.PCT(2)
 	case 1:
-		return yield.Walk()
+		return sched.Walk()
 	default:
-		return yield.PCT(3)
+		return sched.PCT(3)
 	}
 }
 
 // Options returns the options of the k-th schedule explored for the
 // scenario or run of seed s, with length the expected number of yield
 // points: distinct for every (base, s, k).
-func Options(s uint64, k, length int) yield.Options {
-	return yield.Options{Seed: *seed<<32 ^ s<<8 ^ uint64(k), Strategy: Strategy(k), Length: length}
+func Options(s uint64, k, length int) sched.Options {
+	return sched.Options{Seed: *seed<<32 ^ s<<8 ^ uint64(k), Strategy: Strategy(k), Length: length}
 }
 
 // Named is Options for a case known by name rather than by a seed (a loop
 // check's case).
-func Named(name string, k, length int) yield.Options {
+func Named(name string, k, length int) sched.Options {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	return Options(h.Sum64()>>8, k, length)

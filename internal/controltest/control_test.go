@@ -78,13 +78,13 @@ func catchAndReplay(t *testing.T, ct budgettest.Subject[model.TokenBucketState],
 		if err := json.Unmarshal([]byte(m[1]), &s); err != nil {
 			t.Fatalf("seed base %d: the replay does not parse: %v", base+1, err)
 		}
-		if s.Len() > maxOps || s.Control == nil || len(s.Control.Schedule) == 0 {
-			t.Errorf("seed base %d: minimized to %d operations (want at most %d):\n%v", base+1, s.Len(), maxOps, f)
+		if operations(s) > maxOps || s.Control == nil || len(s.Control.Schedule) == 0 {
+			t.Errorf("seed base %d: minimized to %d operations (want at most %d):\n%v", base+1, operations(s), maxOps, f)
 		}
 		if sw := switchesRE.FindStringSubmatch(f.Error()); sw == nil {
 			t.Errorf("seed base %d: the failure does not count its preemptions:\n%v", base+1, f)
 		} else {
-			t.Logf("seed base %d: %d operations, %s preemptions (shrunk from %q)", base+1, s.Len(), sw[1], sw[2])
+			t.Logf("seed base %d: %d operations, %s preemptions (shrunk from %q)", base+1, operations(s), sw[1], sw[2])
 		}
 		replay = m[1]
 	}
@@ -170,4 +170,14 @@ func skipUnderRace(t *testing.T) {
 	if raceEnabled {
 		t.Skip("controlled runs in this process: the race detector sees no race in them; checked by go test ./... without -race")
 	}
+}
+
+// operations counts what s runs: its prefix, its goroutines' lists and its
+// clock steps.
+func operations(s linearizability.Scenario) int {
+	n := len(s.Before) + len(s.Clock)
+	for _, g := range s.Goroutines {
+		n += len(g)
+	}
+	return n
 }

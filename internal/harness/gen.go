@@ -239,7 +239,7 @@ type modelBudget[S any] struct {
 }
 
 func (b *modelBudget[S]) step(op model.Op) bool {
-	if op.IsEnd() && !b.structured {
+	if (op.Op == model.AttemptEnd || op.Op == model.CallEnd) && !b.structured {
 		return false
 	}
 	b.mu.Lock()

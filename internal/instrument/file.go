@@ -15,6 +15,10 @@ import (
 // calls.
 const YieldPath = "github.com/retrybudget/retrybudget/yield"
 
+// schedPath is the package that defines the hooks yield forwards: the
+// methods of yield.Hook are its.
+const schedPath = "github.com/retrybudget/retrybudget/internal/sched"
+
 // File rewrites one parsed, type-checked file and returns its new source,
 // and the number of yield points it inserted. It returns nil and 0 if the
 // file has no synchronization operation it rewrites.
@@ -85,7 +89,7 @@ func callsHooks(f *ast.File, info *types.Info) bool {
 	found := false
 	ast.Inspect(f, func(n ast.Node) bool {
 		if id, ok := n.(*ast.Ident); ok && !found {
-			if fn, ok := info.Uses[id].(*types.Func); ok && fn.Pkg() != nil && fn.Pkg().Path() == YieldPath && hookNames[fn.Name()] {
+			if fn, ok := info.Uses[id].(*types.Func); ok && fn.Pkg() != nil && (fn.Pkg().Path() == YieldPath || fn.Pkg().Path() == schedPath) && hookNames[fn.Name()] {
 				found = true
 			}
 		}

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/retrybudget/retrybudget/internal/mutants"
+	"github.com/retrybudget/retrybudget/internal/sched"
 	"github.com/retrybudget/retrybudget/stress"
-	"github.com/retrybudget/retrybudget/yield"
 )
 
 var loopRuns = flag.Int("loop.runs", 0, "how many runs, each with a fresh -stress.seed, TestLoopCatchRates makes of the check that must catch each loop mutant that needs an interleaving (0: skipped)")
@@ -33,7 +33,7 @@ func TestLoopCatchRates(t *testing.T) {
 		}
 	}
 	mode := "free"
-	if yield.Instrumented() {
+	if sched.Instrumented() {
 		mode = "under control"
 	}
 	for _, m := range rows {
@@ -43,7 +43,7 @@ func TestLoopCatchRates(t *testing.T) {
 			// the subtest whose name it is given.
 			t.Run(fmt.Sprintf("%s/%d", m.Loop.Name, i+1), func(t *testing.T) {
 				seed.Value.Set(fmt.Sprint(i + 1))
-				outcomes := stress.IsolatedLoopChecksNamed(t, m.Loop, 0, m.CaughtBy)
+				outcomes := stress.IsolatedLoopChecks(t, m.Loop, 0, m.CaughtBy)
 				if outcomes == nil {
 					child = true
 					return

@@ -34,7 +34,7 @@ func TestLoopKillMatrix(t *testing.T) {
 		} else {
 			// A mutant's other cells are the full matrix's (make
 			// killmatrix): by default only the check that must catch it.
-			outcomes = stress.IsolatedLoopChecksNamed(t, r.loop, 0, r.caughtBy)
+			outcomes = stress.IsolatedLoopChecks(t, r.loop, 0, r.caughtBy)
 		}
 		if outcomes == nil {
 			continue // the child: its check has run

@@ -6,8 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/retrybudget/retrybudget/internal/sim"
 	"github.com/retrybudget/retrybudget/internal/simcases"
-	"github.com/retrybudget/retrybudget/sim"
 )
 
 var (

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
-	"github.com/retrybudget/retrybudget/sim"
+	"github.com/retrybudget/retrybudget/internal/sim"
 )
 
 // A Contender is a budget the standard scenarios compare.

@@ -6,7 +6,7 @@ import (
 	"html"
 	"time"
 
-	"github.com/retrybudget/retrybudget/sim"
+	"github.com/retrybudget/retrybudget/internal/sim"
 )
 
 // SVG plots attempts per second over time, one line per result, with the

@@ -14,8 +14,8 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/sched"
 	"github.com/retrybudget/retrybudget/model"
-	"github.com/retrybudget/retrybudget/yield"
 )
 
 // Config says how hard Stress pushes.
@@ -59,7 +59,7 @@ type Config struct {
 	// point between any two calls; phase p runs with the seed Seed+p.
 	// The race detector sees no race in such a run: every switch is a
 	// synchronization. Run.Reports holds each phase's report.
-	Control *yield.Options
+	Control *sched.Options
 }
 
 // defaultWithin bounds the default of Config.Within: a correct budget
@@ -102,7 +102,7 @@ type Run struct {
 	Balance []float64
 	// Reports holds the report of each phase's controlled run, under
 	// Config.Control.
-	Reports []yield.Report
+	Reports []sched.Report
 	// CutShort is set when the run reached Config.Within: the goroutines
 	// stopped starting calls, and the phases past the last in Clock were
 	// not run.
@@ -200,7 +200,7 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 				faults[g] = harness.Catch(fmt.Sprintf("goroutine %d of the stress run", g+1), func() {
 					for i, op := range ops {
 						if c.Control != nil {
-							yield.Hook.Boundary()
+							sched.Hook.Boundary()
 						} else if stop.Load() {
 							return
 						}
@@ -222,7 +222,7 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 		if c.Control != nil {
 			o := *c.Control
 			o.Seed += uint64(p)
-			rep := yield.Run(o, controlled...)
+			rep := sched.Run(o, controlled...)
 			run.Reports = append(run.Reports, rep)
 			if rep.Exhausted {
 				// A livelock: some calls may still be running.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/retrybudget/retrybudget/budgettest"
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 var exhaustTable = flag.Bool("exhaust.table", false, "TestExhaustiveTable: check that the Linearizable check's exhaustive stage finds every concurrency bug, and print the schedules each needed (needs the code instrumented by cmd/budgetcheck)")
@@ -26,7 +26,7 @@ func TestExhaustiveTable(t *testing.T) {
 	if !*exhaustTable {
 		t.Skip("a measurement: run with -exhaust.table through cmd/budgetcheck")
 	}
-	if !yield.Instrumented() {
+	if !sched.Instrumented() {
 		t.Fatal("the code is not instrumented: run this test through cmd/budgetcheck")
 	}
 	var b strings.Builder

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budgettest"
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 var controlOnly = flag.String("control.only", "", "comma-separated zoo budgets (RWBucket, ...) TestControlledPasses runs; empty: all")
@@ -32,7 +32,7 @@ func TestControlledPasses(t *testing.T) {
 	if *controlRuns <= 0 {
 		t.Skip("a measurement: run with -control.runs=N through cmd/budgetcheck")
 	}
-	if !yield.Instrumented() {
+	if !sched.Instrumented() {
 		t.Fatal("the code is not instrumented: run this test through cmd/budgetcheck")
 	}
 	seed := flag.Lookup("budgettest.seed")

@@ -1,4 +1,4 @@
-package yield
+package sched
 
 import (
 	"reflect"
@@ -140,18 +140,18 @@ type hookCase interface {
 	deliver(v any)
 }
 
-// hookRecv is a receive case; after Hook.Select chose it, V and OK hold what
+// RecvCase is a receive case; after Hook.Select chose it, V and OK hold what
 // v, ok := <-ch would.
-type hookRecv[T any] struct {
+type RecvCase[T any] struct {
 	ch <-chan T
 	V  T
 	OK bool
 }
 
 // R returns the case <-ch.
-func R[T any](ch <-chan T) *hookRecv[T] { return &hookRecv[T]{ch: ch} }
+func R[T any](ch <-chan T) *RecvCase[T] { return &RecvCase[T]{ch: ch} }
 
-func (c *hookRecv[T]) try() bool {
+func (c *RecvCase[T]) try() bool {
 	select {
 	case c.V, c.OK = <-c.ch:
 		return true
@@ -160,36 +160,36 @@ func (c *hookRecv[T]) try() bool {
 	}
 }
 
-func (c *hookRecv[T]) reflectCase() reflect.SelectCase {
+func (c *RecvCase[T]) reflectCase() reflect.SelectCase {
 	return reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ch)}
 }
 
-func (c *hookRecv[T]) received(v reflect.Value, ok bool) {
+func (c *RecvCase[T]) received(v reflect.Value, ok bool) {
 	c.OK = ok
 	if ok {
 		c.V, _ = v.Interface().(T) // the comma form takes a nil interface
 	}
 }
 
-func (c *hookRecv[T]) channel() (unsafe.Pointer, bool) {
+func (c *RecvCase[T]) channel() (unsafe.Pointer, bool) {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&c.ch)), cap(c.ch) == 0
 }
 
-func (c *hookRecv[T]) send() bool    { return false }
-func (c *hookRecv[T]) value() any    { return nil }
-func (c *hookRecv[T]) deliver(v any) { c.V, _ = v.(T); c.OK = true }
+func (c *RecvCase[T]) send() bool    { return false }
+func (c *RecvCase[T]) value() any    { return nil }
+func (c *RecvCase[T]) deliver(v any) { c.V, _ = v.(T); c.OK = true }
 
-// hookSend is a send case.
-type hookSend[T any] struct {
+// SendCase is a send case.
+type SendCase[T any] struct {
 	ch chan<- T
 	v  T
 }
 
 // S returns the case ch <- v, v evaluated now as a select statement
 // evaluates it.
-func S[T any](ch chan<- T, v T) *hookSend[T] { return &hookSend[T]{ch: ch, v: v} }
+func S[T any](ch chan<- T, v T) *SendCase[T] { return &SendCase[T]{ch: ch, v: v} }
 
-func (c *hookSend[T]) try() bool {
+func (c *SendCase[T]) try() bool {
 	select {
 	case c.ch <- c.v:
 		return true
@@ -198,19 +198,19 @@ func (c *hookSend[T]) try() bool {
 	}
 }
 
-func (c *hookSend[T]) reflectCase() reflect.SelectCase {
+func (c *SendCase[T]) reflectCase() reflect.SelectCase {
 	return reflect.SelectCase{Dir: reflect.SelectSend, Chan: reflect.ValueOf(c.ch), Send: reflect.ValueOf(&c.v).Elem()}
 }
 
-func (c *hookSend[T]) received(reflect.Value, bool) {}
+func (c *SendCase[T]) received(reflect.Value, bool) {}
 
-func (c *hookSend[T]) channel() (unsafe.Pointer, bool) {
+func (c *SendCase[T]) channel() (unsafe.Pointer, bool) {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&c.ch)), cap(c.ch) == 0
 }
 
-func (c *hookSend[T]) send() bool  { return true }
-func (c *hookSend[T]) value() any  { return c.v }
-func (c *hookSend[T]) deliver(any) {}
+func (c *SendCase[T]) send() bool  { return true }
+func (c *SendCase[T]) value() any  { return c.v }
+func (c *SendCase[T]) deliver(any) {}
 
 // Select is the rewrite of a select statement with a case for each of
 // cases, and a default case if hasDefault: it returns the index of the

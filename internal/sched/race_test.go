@@ -1,6 +1,6 @@
 //go:build race
 
-package yield_test
+package sched_test
 
 // raceEnabled is set when the race detector is on, which makes a step of
 // a controlled run some ten times slower.

@@ -1,4 +1,4 @@
-package yield_test
+package sched_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 // Inside a testing/synctest bubble, goroutines under control that wait on
@@ -20,17 +20,17 @@ func TestRunKeepsTheBubblesClockExact(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 70*time.Millisecond)
 			defer cancel()
 			var woke [3]time.Duration
-			rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()},
+			rep := sched.Run(sched.Options{Seed: seed, Strategy: sched.Walk()},
 				func() {
-					yield.Hook.Sleep(10 * time.Millisecond)
+					sched.Hook.Sleep(10 * time.Millisecond)
 					woke[0] = time.Since(start)
 				},
 				func() {
-					yield.Recv(time.After(25 * time.Millisecond))
+					sched.Recv(time.After(25 * time.Millisecond))
 					woke[1] = time.Since(start)
 				},
 				func() {
-					yield.Recv(ctx.Done())
+					sched.Recv(ctx.Done())
 					woke[2] = time.Since(start)
 				},
 			)
@@ -52,16 +52,16 @@ func TestSelectWithDefaultAloneGoesOnAtOnce(t *testing.T) {
 		never := make(chan int)
 		polls := 0
 		var polled time.Duration
-		rep := yield.Run(yield.Options{Seed: 1},
+		rep := sched.Run(sched.Options{Seed: 1},
 			func() {
 				for range 100 {
-					if yield.Hook.Select(true, yield.R(never)) == -1 {
+					if sched.Hook.Select(true, sched.R(never)) == -1 {
 						polls++
 					}
 				}
 				polled = time.Since(start)
 			},
-			func() { yield.Hook.Sleep(time.Second) },
+			func() { sched.Hook.Sleep(time.Second) },
 		)
 		if rep.Free || polls != 100 {
 			t.Fatalf("%d polls, %v", polls, rep)

@@ -1,6 +1,6 @@
 //go:build gc && (amd64 || arm64)
 
-package yield
+package sched
 
 // getg returns the address of the calling goroutine's descriptor, the
 // runtime's g: its register on arm64, its thread-local slot on amd64.

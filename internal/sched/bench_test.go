@@ -1,10 +1,10 @@
-package yield_test
+package sched_test
 
 import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 // The cost of a hook outside a controlled run, against the operation
@@ -22,7 +22,7 @@ func BenchmarkHook(b *testing.B) {
 	b.Run("hooked", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			yield.P(&n).Add(1)
+			sched.P(&n).Add(1)
 		}
 	})
 }
@@ -32,16 +32,16 @@ func BenchmarkHook(b *testing.B) {
 // the bound is raised); PCT of depth 1 never switches, the random walk
 // switches at about half of them.
 func BenchmarkControlledPoint(b *testing.B) {
-	for _, st := range []yield.Strategy{yield.PCT(1), yield.Walk()} {
+	for _, st := range []sched.Strategy{sched.PCT(1), sched.Walk()} {
 		b.Run(st.String(), func(b *testing.B) {
 			var n atomic.Int64
 			f := func() {
 				for range b.N / 2 {
-					yield.P(&n).Add(1)
+					sched.P(&n).Add(1)
 				}
 			}
 			b.ResetTimer()
-			yield.Run(yield.Options{Seed: 1, Strategy: st, MaxSteps: b.N + 16}, f, f)
+			sched.Run(sched.Options{Seed: 1, Strategy: st, MaxSteps: b.N + 16}, f, f)
 		})
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
-	"github.com/retrybudget/retrybudget/sim"
+	"github.com/retrybudget/retrybudget/internal/sim"
 )
 
 func small(newBudget func(budget.Clock) budget.Budget, p float64) sim.Config {

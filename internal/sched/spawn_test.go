@@ -1,4 +1,4 @@
-package yield_test
+package sched_test
 
 import (
 	"slices"
@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 // actor is a budget that serves takes from a goroutine of its own, as
-// rewritten code would spell it: the goroutine is started with yield.Go,
+// rewritten code would spell it: the goroutine is started with sched.Go,
 // its loop is a select, and requests and replies go over unbuffered
 // channels.
 type actor struct {
@@ -23,20 +23,20 @@ type actor struct {
 
 func newActor(tokens int) *actor {
 	a := &actor{req: make(chan chan bool), stop: make(chan struct{}), done: make(chan struct{}), tokens: tokens}
-	yield.Hook.Go(a.loop)
+	sched.Hook.Go(a.loop)
 	return a
 }
 
 func (a *actor) loop() {
 	defer close(a.done)
 	for {
-		switch c0, c1 := yield.R(a.req), yield.R(a.stop); yield.Hook.Select(false, c0, c1) {
+		switch c0, c1 := sched.R(a.req), sched.R(a.stop); sched.Hook.Select(false, c0, c1) {
 		case 0:
 			ok := a.tokens > 0
 			if ok {
 				a.tokens--
 			}
-			yield.Send(c0.V, ok)
+			sched.Send(c0.V, ok)
 		case 1:
 			return
 		}
@@ -45,13 +45,13 @@ func (a *actor) loop() {
 
 func (a *actor) take() bool {
 	reply := make(chan bool)
-	yield.Send(a.req, reply)
-	return yield.Recv(reply)
+	sched.Send(a.req, reply)
+	return sched.Recv(reply)
 }
 
 // runActor builds an actor of 2 tokens in goroutine 0 of a controlled run
 // and has 3 goroutines take from it, the builder included.
-func runActor(t *testing.T, opt yield.Options) (int32, yield.Report) {
+func runActor(t *testing.T, opt sched.Options) (int32, sched.Report) {
 	t.Helper()
 	var a *actor
 	ready := make(chan struct{})
@@ -61,10 +61,10 @@ func runActor(t *testing.T, opt yield.Options) (int32, yield.Report) {
 			granted.Add(1)
 		}
 	}
-	rep := yield.Run(opt,
-		func() { a = newActor(2); yield.Close(ready); take() },
-		func() { yield.Recv(ready); take() },
-		func() { yield.Recv(ready); take() },
+	rep := sched.Run(opt,
+		func() { a = newActor(2); sched.Close(ready); take() },
+		func() { sched.Recv(ready); take() },
+		func() { sched.Recv(ready); take() },
 	)
 	close(a.stop)
 	select {
@@ -80,9 +80,9 @@ func runActor(t *testing.T, opt yield.Options) (int32, yield.Report) {
 // select loop hand the baton over without a fallback, and the run
 // replays choice by choice.
 func TestGoSchedulesTheGoroutinesARunStarts(t *testing.T) {
-	for _, st := range []yield.Strategy{yield.Walk(), yield.PCT(3)} {
+	for _, st := range []sched.Strategy{sched.Walk(), sched.PCT(3)} {
 		for seed := range uint64(20) {
-			n, rep := runActor(t, yield.Options{Seed: seed, Strategy: st, Length: 60})
+			n, rep := runActor(t, sched.Options{Seed: seed, Strategy: st, Length: 60})
 			if rep.Free || n != 2 {
 				t.Fatalf("%v seed %d: %d granted of 2, %v", st, seed, n, rep)
 			}
@@ -106,32 +106,32 @@ type refiller struct{ n atomic.Int64 }
 
 func (b *refiller) refill(rounds int, done chan<- struct{}) {
 	for range rounds {
-		v := yield.P(&b.n).Load()
-		yield.P(&b.n).Store(v + 1)
+		v := sched.P(&b.n).Load()
+		sched.P(&b.n).Store(v + 1)
 	}
-	yield.Close(done)
+	sched.Close(done)
 }
 
 func (b *refiller) take() {
-	yield.P(&b.n).Add(-1)
+	sched.P(&b.n).Add(-1)
 }
 
-func lostTake(opt yield.Options) (bool, yield.Report) {
+func lostTake(opt sched.Options) (bool, sched.Report) {
 	b := new(refiller)
 	b.n.Store(5)
 	done := make(chan struct{})
-	rep := yield.Run(opt,
-		func() { yield.Hook.Go(func() { b.refill(3, done) }); b.take(); yield.Recv(done) },
+	rep := sched.Run(opt,
+		func() { sched.Hook.Go(func() { b.refill(3, done) }); b.take(); sched.Recv(done) },
 		func() { b.take() },
 	)
 	return b.n.Load() != 5+3-2, rep
 }
 
 func TestGoFindsABugInTheGoroutineARunStarts(t *testing.T) {
-	for _, st := range []yield.Strategy{yield.Walk(), yield.PCT(2)} {
-		var found *yield.Report
+	for _, st := range []sched.Strategy{sched.Walk(), sched.PCT(2)} {
+		var found *sched.Report
 		for seed := uint64(1); seed <= 100 && found == nil; seed++ {
-			if bad, rep := lostTake(yield.Options{Seed: seed, Strategy: st, Length: 20}); bad {
+			if bad, rep := lostTake(sched.Options{Seed: seed, Strategy: st, Length: 20}); bad {
 				found = &rep
 			}
 		}
@@ -156,14 +156,14 @@ func TestGoLeftoverGoroutineStaysOutOfTheNextRun(t *testing.T) {
 	stop := make(chan struct{})
 	stopped := make(chan struct{})
 	var spins atomic.Int64
-	yield.Run(yield.Options{Seed: 1}, func() {
-		yield.Hook.Go(func() {
+	sched.Run(sched.Options{Seed: 1}, func() {
+		sched.Hook.Go(func() {
 			defer close(stopped)
 			for {
-				if yield.Hook.Select(true, yield.R(stop)) == 0 {
+				if sched.Hook.Select(true, sched.R(stop)) == 0 {
 					return
 				}
-				yield.P(&spins).Add(1)
+				sched.P(&spins).Add(1)
 			}
 		})
 	})
@@ -172,7 +172,7 @@ func TestGoLeftoverGoroutineStaysOutOfTheNextRun(t *testing.T) {
 		<-stopped
 	}()
 	for seed := range uint64(10) {
-		opt := yield.Options{Seed: seed, Strategy: yield.Walk(), Length: 60}
+		opt := sched.Options{Seed: seed, Strategy: sched.Walk(), Length: 60}
 		_, first := runActor(t, opt)
 		for range 3 {
 			n, rep := runActor(t, opt)
@@ -194,14 +194,14 @@ func TestOnceModelsDo(t *testing.T) {
 		var calls, ready, sawReady atomic.Int32
 		f := func() {
 			calls.Add(1)
-			yield.Hook.Point()
+			sched.Hook.Point()
 			ready.Store(1)
 		}
 		do := func() {
-			yield.Hook.O(&once).Do(f)
+			sched.Hook.O(&once).Do(f)
 			sawReady.Add(ready.Load())
 		}
-		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()}, do, do, do)
+		rep := sched.Run(sched.Options{Seed: seed, Strategy: sched.Walk()}, do, do, do)
 		if rep.Free || calls.Load() != 1 || sawReady.Load() != 3 {
 			t.Fatalf("seed %d: %d calls, %d of 3 saw f done, %v", seed, calls.Load(), sawReady.Load(), rep)
 		}
@@ -210,22 +210,22 @@ func TestOnceModelsDo(t *testing.T) {
 
 // A loop polling a channel with a default case lets the sender run.
 func TestSelectWithDefaultLetsTheOthersRun(t *testing.T) {
-	for _, st := range []yield.Strategy{yield.Walk(), yield.PCT(3)} {
+	for _, st := range []sched.Strategy{sched.Walk(), sched.PCT(3)} {
 		for seed := range uint64(20) {
 			ch := make(chan int)
 			var got, polls int
-			rep := yield.Run(yield.Options{Seed: seed, Strategy: st},
+			rep := sched.Run(sched.Options{Seed: seed, Strategy: st},
 				func() {
 					for {
-						c := yield.R(ch)
-						if yield.Hook.Select(true, c) == 0 {
+						c := sched.R(ch)
+						if sched.Hook.Select(true, c) == 0 {
 							got = c.V
 							return
 						}
 						polls++
 					}
 				},
-				func() { yield.Send(ch, 7) },
+				func() { sched.Send(ch, 7) },
 			)
 			if rep.Free || got != 7 {
 				t.Fatalf("%v seed %d: got %d after %d polls, %v", st, seed, got, polls, rep)
@@ -239,22 +239,22 @@ func TestSelectOutsideARun(t *testing.T) {
 	full := make(chan int, 1)
 	full <- 3
 	empty := make(chan int)
-	c0, c1 := yield.R(empty), yield.R(full)
-	if i := yield.Hook.Select(false, c0, c1); i != 1 || c1.V != 3 || !c1.OK {
+	c0, c1 := sched.R(empty), sched.R(full)
+	if i := sched.Hook.Select(false, c0, c1); i != 1 || c1.V != 3 || !c1.OK {
 		t.Fatalf("Select = %d, %+v", i, c1)
 	}
-	if i := yield.Hook.Select(true, yield.R(empty), yield.S(empty, 1)); i != -1 {
+	if i := sched.Hook.Select(true, sched.R(empty), sched.S(empty, 1)); i != -1 {
 		t.Fatalf("Select of nothing ready = %d, want the default", i)
 	}
 	closed := make(chan error)
 	close(closed)
-	c := yield.R(closed)
-	if i := yield.Hook.Select(false, c); i != 0 || c.OK || c.V != nil {
+	c := sched.R(closed)
+	if i := sched.Hook.Select(false, c); i != 0 || c.OK || c.V != nil {
 		t.Fatalf("Select of a closed channel = %d, %+v", i, c)
 	}
 	var nilCh chan int
 	out := make(chan int, 1)
-	if i := yield.Hook.Select(false, yield.S(nilCh, 1), yield.S(out, 2)); i != 1 || <-out != 2 {
+	if i := sched.Hook.Select(false, sched.S(nilCh, 1), sched.S(out, 2)); i != 1 || <-out != 2 {
 		t.Fatalf("Select with a nil channel = %d", i)
 	}
 }
@@ -266,15 +266,15 @@ func TestWaitGroupUnderControl(t *testing.T) {
 		var wg sync.WaitGroup
 		var n atomic.Int64
 		var after int64
-		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()}, func() {
+		rep := sched.Run(sched.Options{Seed: seed, Strategy: sched.Walk()}, func() {
 			for range 3 {
-				yield.Hook.WG(&wg).Go(func() {
-					yield.P(&n).Add(1)
-					yield.Hook.Point()
-					yield.P(&n).Add(1)
+				sched.Hook.WG(&wg).Go(func() {
+					sched.P(&n).Add(1)
+					sched.Hook.Point()
+					sched.P(&n).Add(1)
 				})
 			}
-			yield.Hook.WG(&wg).Wait()
+			sched.Hook.WG(&wg).Wait()
 			after = n.Load()
 		})
 		if rep.Free || after != 6 {
@@ -292,21 +292,21 @@ func TestRangeUnderControl(t *testing.T) {
 	for seed := range uint64(10) {
 		ch := make(chan int)
 		var sum, upTo3 int
-		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()},
+		rep := sched.Run(sched.Options{Seed: seed, Strategy: sched.Walk()},
 			func() {
 				for i := range 5 {
-					yield.Send(ch, i)
+					sched.Send(ch, i)
 				}
-				yield.Close(ch)
+				sched.Close(ch)
 			},
 			func() {
-				for v := range yield.Range(ch) {
+				for v := range sched.Range(ch) {
 					sum += v
 					if v == 3 {
 						break
 					}
 				}
-				for v := range yield.Range(ch) {
+				for v := range sched.Range(ch) {
 					upTo3 += v
 				}
 			},

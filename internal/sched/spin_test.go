@@ -1,4 +1,4 @@
-package yield_test
+package sched_test
 
 import (
 	"runtime"
@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 // strategies are those the spinning tests run under: PCT of each depth
 // (its goroutine of highest priority is the one that would spin forever)
 // and the random walk.
-var strategies = []yield.Strategy{yield.PCT(1), yield.PCT(2), yield.PCT(3), yield.Walk()}
+var strategies = []sched.Strategy{sched.PCT(1), sched.PCT(2), sched.PCT(3), sched.Walk()}
 
 // guarded runs the functions of a test goroutine and fails t if they take
 // longer than a minute: a spin that never hands the baton on would
@@ -46,14 +46,14 @@ type spinCounter struct {
 func (c *spinCounter) inc() {
 	c.lock()
 	v := c.n
-	yield.Hook.Point()
+	sched.Hook.Point()
 	c.n = v + 1
 	c.free()
 }
 
 // runCounter runs 3 goroutines of 4 increments each under opt, and
 // returns the count and the report.
-func runCounter(opt yield.Options, newLock func() (lock, unlock func())) (int, yield.Report) {
+func runCounter(opt sched.Options, newLock func() (lock, unlock func())) (int, sched.Report) {
 	c := new(spinCounter)
 	c.lock, c.free = newLock()
 	f := func() {
@@ -61,7 +61,7 @@ func runCounter(opt yield.Options, newLock func() (lock, unlock func())) (int, y
 			c.inc()
 		}
 	}
-	rep := yield.Run(opt, f, f, f)
+	rep := sched.Run(opt, f, f, f)
 	return c.n, rep
 }
 
@@ -74,7 +74,7 @@ func spinsUnderControl(t *testing.T, newLock func() (lock, unlock func())) {
 	guarded(t, func() {
 		for _, st := range strategies {
 			for seed := range uint64(40) {
-				opt := yield.Options{Seed: seed, Strategy: st, Length: 100, MaxSteps: 200_000}
+				opt := sched.Options{Seed: seed, Strategy: st, Length: 100, MaxSteps: 200_000}
 				n, rep := runCounter(opt, newLock)
 				if n != 12 || rep.Free || rep.Exhausted {
 					t.Errorf("%v seed %d: %d increments of 12, %d steps; fell back: %v %s", st, seed, n, len(rep.Options.Schedule), rep.Free, rep.Reason)
@@ -99,11 +99,11 @@ func TestSpinLockWithGosched(t *testing.T) {
 	spinsUnderControl(t, func() (func(), func()) {
 		var held atomic.Bool
 		return func() {
-				for !yield.P(&held).CompareAndSwap(false, true) {
-					yield.Hook.Gosched()
+				for !sched.P(&held).CompareAndSwap(false, true) {
+					sched.Hook.Gosched()
 				}
 			}, func() {
-				yield.P(&held).Store(false)
+				sched.P(&held).Store(false)
 			}
 	})
 }
@@ -115,20 +115,20 @@ func TestSpinLockRetryingCompareAndSwap(t *testing.T) {
 	spinsUnderControl(t, func() (func(), func()) {
 		var held int32
 		return func() {
-				for !atomic.CompareAndSwapInt32(yield.P(&held), 0, 1) {
+				for !atomic.CompareAndSwapInt32(sched.P(&held), 0, 1) {
 				}
 			}, func() {
-				atomic.StoreInt32(yield.P(&held), 0)
+				atomic.StoreInt32(sched.P(&held), 0)
 			}
 	})
 	spinsUnderControl(t, func() (func(), func()) {
 		var owner atomic.Pointer[int]
 		return func() {
 				me := new(int)
-				for !yield.P(&owner).CompareAndSwap(nil, me) {
+				for !sched.P(&owner).CompareAndSwap(nil, me) {
 				}
 			}, func() {
-				yield.P(&owner).Store(nil)
+				sched.P(&owner).Store(nil)
 			}
 	})
 }
@@ -138,19 +138,19 @@ func TestSpinOnTryLock(t *testing.T) {
 	spinsUnderControl(t, func() (func(), func()) {
 		var mu sync.Mutex
 		return func() {
-				for !yield.Hook.M(&mu).TryLock() {
+				for !sched.Hook.M(&mu).TryLock() {
 				}
 			}, func() {
-				yield.Hook.M(&mu).Unlock()
+				sched.Hook.M(&mu).Unlock()
 			}
 	})
 	spinsUnderControl(t, func() (func(), func()) {
 		var mu sync.RWMutex
 		return func() {
-				for !yield.Hook.RW(&mu).TryLock() {
+				for !sched.Hook.RW(&mu).TryLock() {
 				}
 			}, func() {
-				yield.Hook.RW(&mu).Unlock()
+				sched.Hook.RW(&mu).Unlock()
 			}
 	})
 }
@@ -166,24 +166,24 @@ func TestSpinOnTryRLock(t *testing.T) {
 				var torn atomic.Bool
 				writer := func() {
 					for i := range 3 {
-						yield.Hook.RW(&mu).Lock()
+						sched.Hook.RW(&mu).Lock()
 						a = i
-						yield.Hook.Point()
+						sched.Hook.Point()
 						b = i
-						yield.Hook.RW(&mu).Unlock()
+						sched.Hook.RW(&mu).Unlock()
 					}
 				}
 				reader := func() {
 					for range 3 {
-						for !yield.Hook.RW(&mu).TryRLock() {
+						for !sched.Hook.RW(&mu).TryRLock() {
 						}
 						if a != b {
 							torn.Store(true)
 						}
-						yield.Hook.RW(&mu).RUnlock()
+						sched.Hook.RW(&mu).RUnlock()
 					}
 				}
-				rep := yield.Run(yield.Options{Seed: seed, Strategy: st, Length: 60, MaxSteps: 100_000}, reader, writer, reader)
+				rep := sched.Run(sched.Options{Seed: seed, Strategy: st, Length: 60, MaxSteps: 100_000}, reader, writer, reader)
 				if rep.Free || torn.Load() {
 					t.Fatalf("%v seed %d: torn read %v; %v", st, seed, torn.Load(), rep)
 				}
@@ -200,17 +200,17 @@ func TestSpinOnLoads(t *testing.T) {
 			for seed := range uint64(40) {
 				var ready atomic.Int32
 				var saw int32
-				rep := yield.Run(yield.Options{Seed: seed, Strategy: st, MaxSteps: 100_000},
+				rep := sched.Run(sched.Options{Seed: seed, Strategy: st, MaxSteps: 100_000},
 					func() {
-						for yield.P(&ready).Load() == 0 {
+						for sched.P(&ready).Load() == 0 {
 						}
-						saw = yield.P(&ready).Load()
+						saw = sched.P(&ready).Load()
 					},
 					func() {
 						for range 10 {
-							yield.Hook.Point()
+							sched.Hook.Point()
 						}
-						yield.P(&ready).Store(7)
+						sched.P(&ready).Store(7)
 					})
 				if saw != 7 || rep.Free {
 					t.Fatalf("%v seed %d: saw %d; %v", st, seed, saw, rep)
@@ -229,15 +229,15 @@ func TestGoschedHandsOverAtOnce(t *testing.T) {
 		for _, st := range strategies {
 			for seed := range uint64(20) {
 				var flag atomic.Bool // read and written without hooks
-				rep := yield.Run(yield.Options{Seed: seed, Strategy: st, Length: 40},
+				rep := sched.Run(sched.Options{Seed: seed, Strategy: st, Length: 40},
 					func() {
 						for !flag.Load() {
-							yield.Hook.Gosched()
+							sched.Hook.Gosched()
 						}
 					},
 					func() {
 						for range 10 {
-							yield.Hook.Point()
+							sched.Hook.Point()
 						}
 						flag.Store(true)
 					})
@@ -285,14 +285,14 @@ func TestSpinnerLetsABlockedGoroutineTryAgain(t *testing.T) {
 				}()
 				var got atomic.Int32
 				var saw int32
-				rep := yield.Run(yield.Options{Seed: seed, Strategy: st, MaxSteps: 500_000},
+				rep := sched.Run(sched.Options{Seed: seed, Strategy: st, MaxSteps: 500_000},
 					func() {
-						for yield.P(&got).Load() == 0 {
-							yield.Hook.Gosched()
+						for sched.P(&got).Load() == 0 {
+							sched.Hook.Gosched()
 						}
-						saw = yield.P(&got).Load()
+						saw = sched.P(&got).Load()
 					},
-					func() { yield.P(&got).Store(int32(yield.Recv(ch))) })
+					func() { sched.P(&got).Store(int32(sched.Recv(ch))) })
 				if saw != 5 || rep.Free {
 					t.Fatalf("%v seed %d: saw %d; %v", st, seed, saw, rep)
 				}
@@ -310,15 +310,15 @@ func TestLivelockReachesTheStepBound(t *testing.T) {
 		for _, st := range strategies {
 			var never atomic.Bool
 			spinGosched := func() {
-				for i := 0; !yield.P(&never).Load() && i <= 5000; i++ {
-					yield.Hook.Gosched()
+				for i := 0; !sched.P(&never).Load() && i <= 5000; i++ {
+					sched.Hook.Gosched()
 				}
 			}
 			spinCAS := func() {
-				for i := 0; !yield.P(&never).CompareAndSwap(true, true) && i <= 5000; i++ {
+				for i := 0; !sched.P(&never).CompareAndSwap(true, true) && i <= 5000; i++ {
 				}
 			}
-			rep := yield.Run(yield.Options{Seed: 3, Strategy: st, MaxSteps: 5000}, spinGosched, spinCAS)
+			rep := sched.Run(sched.Options{Seed: 3, Strategy: st, MaxSteps: 5000}, spinGosched, spinCAS)
 			if !rep.Exhausted || !rep.Free || !strings.Contains(rep.Reason, "step bound of 5000 exceeded") {
 				t.Fatalf("%v: %v, want the step bound", st, rep)
 			}
@@ -328,7 +328,7 @@ func TestLivelockReachesTheStepBound(t *testing.T) {
 			if !slices.Contains(rep.Options.Schedule, 0) || !slices.Contains(rep.Options.Schedule, 1) {
 				t.Fatalf("%v: a spinning goroutine kept the baton: %v", st, rep)
 			}
-			o, err := yield.ParseOptions(rep.Options.String())
+			o, err := sched.ParseOptions(rep.Options.String())
 			if err != nil || o.MaxSteps != 5000 {
 				t.Fatalf("%v: the options %q read back as %v, %v", st, rep.Options, o, err)
 			}
@@ -348,10 +348,10 @@ func TestExhaustedRunReturnsWithoutItsSpinners(t *testing.T) {
 	}()
 	guarded(t, func() {
 		start := time.Now()
-		rep := yield.Run(yield.Options{Seed: 1, MaxSteps: 1000, Stall: 300 * time.Millisecond}, func() {
+		rep := sched.Run(sched.Options{Seed: 1, MaxSteps: 1000, Stall: 300 * time.Millisecond}, func() {
 			defer close(spun)
-			for !yield.P(&stop).Load() {
-				yield.Hook.Gosched()
+			for !sched.P(&stop).Load() {
+				sched.Hook.Gosched()
 			}
 		})
 		if !rep.Exhausted || len(rep.Options.Schedule) != 1000 {
@@ -374,14 +374,14 @@ func TestDefaultStepBoundHoldsMemory(t *testing.T) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		var stop atomic.Bool
-		rep := yield.Run(yield.Options{Seed: 1}, func() {
-			for i := 0; !yield.P(&stop).Load() && i <= yield.DefaultMaxSteps; i++ {
-				yield.Hook.Gosched()
+		rep := sched.Run(sched.Options{Seed: 1}, func() {
+			for i := 0; !sched.P(&stop).Load() && i <= sched.DefaultMaxSteps; i++ {
+				sched.Hook.Gosched()
 			}
 		})
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		if !rep.Exhausted || len(rep.Options.Schedule) != yield.DefaultMaxSteps {
+		if !rep.Exhausted || len(rep.Options.Schedule) != sched.DefaultMaxSteps {
 			t.Fatalf("%d steps, exhausted %v: %s", len(rep.Options.Schedule), rep.Exhausted, rep.Reason)
 		}
 		// The report holds the schedule, 8 bytes a step; the run held a byte
@@ -403,29 +403,29 @@ func TestDefaultStepBoundHoldsMemory(t *testing.T) {
 func TestLeftoversOfAnAbandonedRunStayOut(t *testing.T) {
 	var mu sync.Mutex
 	poke := func() {} // has the leftovers unlock and close, when set
-	runB := func(seed uint64) yield.Report {
+	runB := func(seed uint64) sched.Report {
 		var inside atomic.Int32
 		holder := func() {
-			yield.Hook.M(&mu).Lock()
+			sched.Hook.M(&mu).Lock()
 			inside.Add(1)
 			for range 4 {
-				yield.Hook.Point()
+				sched.Hook.Point()
 				poke()
 			}
 			inside.Add(-1)
-			yield.Hook.M(&mu).Unlock()
+			sched.Hook.M(&mu).Unlock()
 		}
 		waiter := func() {
-			yield.Hook.Point()
-			yield.Hook.M(&mu).Lock()
+			sched.Hook.Point()
+			sched.Hook.M(&mu).Lock()
 			if inside.Load() != 0 {
 				panic("two goroutines inside the mutex")
 			}
-			yield.Hook.M(&mu).Unlock()
+			sched.Hook.M(&mu).Unlock()
 		}
-		return yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()}, holder, waiter, waiter)
+		return sched.Run(sched.Options{Seed: seed, Strategy: sched.Walk()}, holder, waiter, waiter)
 	}
-	var baseline []yield.Report
+	var baseline []sched.Report
 	for seed := range uint64(10) {
 		baseline = append(baseline, runB(seed))
 	}
@@ -446,25 +446,25 @@ func TestLeftoversOfAnAbandonedRunStayOut(t *testing.T) {
 		for !stop.Load() {
 			select {
 			case reply := <-pokes[i]:
-				yield.Hook.M(&own).Lock()
-				yield.Hook.M(&own).Unlock()
-				yield.Close(make(chan int))
+				sched.Hook.M(&own).Lock()
+				sched.Hook.M(&own).Unlock()
+				sched.Close(make(chan int))
 				close(reply)
 			default:
 			}
-			yield.P(&spins[i]).Add(1)
-			yield.Hook.Gosched()
+			sched.P(&spins[i]).Add(1)
+			sched.Hook.Gosched()
 		}
 	}
-	aDone := make(chan yield.Report, 1)
+	aDone := make(chan sched.Report, 1)
 	go func() {
-		aDone <- yield.Run(yield.Options{Seed: 1, Stall: 20 * time.Millisecond}, func() {
-			yield.Hook.Go(func() {
+		aDone <- sched.Run(sched.Options{Seed: 1, Stall: 20 * time.Millisecond}, func() {
+			sched.Hook.Go(func() {
 				for spins[0].Load() < 100 {
-					yield.P(&spins[0]).Add(1)
-					yield.Hook.Gosched()
+					sched.P(&spins[0]).Add(1)
+					sched.Hook.Gosched()
 				}
-				yield.Hook.Go(func() { churn(1) })
+				sched.Hook.Go(func() { churn(1) })
 				churn(0)
 			})
 			<-stuck
@@ -505,18 +505,18 @@ func TestLeftoversOfAnAbandonedRunStayOut(t *testing.T) {
 // Outside a controlled run, Gosched and Spin are runtime.Gosched, and the
 // TryLocks are the mutexes'.
 func TestSpinHooksOutsideARun(t *testing.T) {
-	yield.Hook.Gosched()
+	sched.Hook.Gosched()
 	called := false
-	yield.Hook.Spin(func() { called = true })()
+	sched.Hook.Spin(func() { called = true })()
 	if !called {
 		t.Error("Spin did not return its function")
 	}
 	var mu sync.Mutex
-	if !yield.Hook.M(&mu).TryLock() || yield.Hook.M(&mu).TryLock() {
+	if !sched.Hook.M(&mu).TryLock() || sched.Hook.M(&mu).TryLock() {
 		t.Error("TryLock of a free mutex failed, or of a held one succeeded")
 	}
 	var rw sync.RWMutex
-	if !yield.Hook.RW(&rw).TryRLock() || yield.Hook.RW(&rw).TryLock() {
+	if !sched.Hook.RW(&rw).TryRLock() || sched.Hook.RW(&rw).TryLock() {
 		t.Error("TryRLock of a free hookRWMutex failed, or TryLock under a read lock succeeded")
 	}
 }

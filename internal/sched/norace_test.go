@@ -1,5 +1,5 @@
 //go:build !race
 
-package yield_test
+package sched_test
 
 const raceEnabled = false

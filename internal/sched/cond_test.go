@@ -1,11 +1,11 @@
-package yield_test
+package sched_test
 
 import (
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 // monitor is a one-slot monitor written as instrumented code would be: a
@@ -25,26 +25,26 @@ func newMonitor() *monitor {
 }
 
 func (m *monitor) enter() {
-	yield.Hook.M(&m.mu).Lock()
-	for yield.P(m.busy) {
-		yield.Hook.C(m.free).Wait()
+	sched.Hook.M(&m.mu).Lock()
+	for sched.P(m.busy) {
+		sched.Hook.C(m.free).Wait()
 	}
-	m.busy = yield.W(true)
-	yield.Hook.M(&m.mu).Unlock()
+	m.busy = sched.W(true)
+	sched.Hook.M(&m.mu).Unlock()
 	m.inUse++
 	m.most = max(m.most, m.inUse)
-	yield.Hook.Point()
+	sched.Hook.Point()
 	m.inUse--
 }
 
 func (m *monitor) leave(all bool) {
-	yield.Hook.M(&m.mu).Lock()
-	m.busy = yield.W(false)
-	yield.Hook.M(&m.mu).Unlock()
+	sched.Hook.M(&m.mu).Lock()
+	m.busy = sched.W(false)
+	sched.Hook.M(&m.mu).Unlock()
 	if all {
-		yield.Hook.C(m.free).Broadcast()
+		sched.Hook.C(m.free).Broadcast()
 	} else {
-		yield.Hook.C(m.free).Signal()
+		sched.Hook.C(m.free).Signal()
 	}
 }
 
@@ -55,7 +55,7 @@ func (m *monitor) leave(all bool) {
 // and the run would only end at its watchdog.
 func TestCondUnderControl(t *testing.T) {
 	for _, all := range []bool{false, true} {
-		for _, st := range []yield.Strategy{yield.Walk(), yield.PCT(2)} {
+		for _, st := range []sched.Strategy{sched.Walk(), sched.PCT(2)} {
 			for seed := range uint64(30) {
 				m := newMonitor()
 				use := func() {
@@ -65,7 +65,7 @@ func TestCondUnderControl(t *testing.T) {
 					}
 				}
 				start := time.Now()
-				rep := yield.Run(yield.Options{Seed: seed, Strategy: st}, use, use, use)
+				rep := sched.Run(sched.Options{Seed: seed, Strategy: st}, use, use, use)
 				if rep.Free {
 					t.Fatalf("%v seed %d (Broadcast %v): fell back to free running after %v: %v", st, seed, all, time.Since(start), rep)
 				}

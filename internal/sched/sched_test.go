@@ -1,4 +1,4 @@
-package yield_test
+package sched_test
 
 import (
 	"slices"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrybudget/retrybudget/yield"
+	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
 // counter is a check-then-act written as instrumented code would be: a
@@ -17,16 +17,16 @@ import (
 type counter struct{ n atomic.Int64 }
 
 func (c *counter) take() bool {
-	if yield.P(&c.n).Load() <= 0 {
+	if sched.P(&c.n).Load() <= 0 {
 		return false
 	}
-	yield.P(&c.n).Add(-1)
+	sched.P(&c.n).Add(-1)
 	return true
 }
 
 // overspend runs two takes of one unit under opt and reports whether both
 // were granted.
-func overspend(opt yield.Options) (bool, yield.Report) {
+func overspend(opt sched.Options) (bool, sched.Report) {
 	c := new(counter)
 	c.n.Store(1)
 	var granted atomic.Int32
@@ -35,17 +35,17 @@ func overspend(opt yield.Options) (bool, yield.Report) {
 			granted.Add(1)
 		}
 	}
-	rep := yield.Run(opt, take, take)
+	rep := sched.Run(opt, take, take)
 	return granted.Load() == 2, rep
 }
 
 // Both strategies find the check-then-act within a few seeds, and the
 // schedule of a failing run replays it every time, choice for choice.
 func TestRunFindsACheckThenActAndReplaysIt(t *testing.T) {
-	for _, st := range []yield.Strategy{yield.Walk(), yield.PCT(2)} {
-		var found *yield.Report
+	for _, st := range []sched.Strategy{sched.Walk(), sched.PCT(2)} {
+		var found *sched.Report
 		for seed := uint64(1); seed <= 50 && found == nil; seed++ {
-			if bad, rep := overspend(yield.Options{Seed: seed, Strategy: st, Length: 6}); bad {
+			if bad, rep := overspend(sched.Options{Seed: seed, Strategy: st, Length: 6}); bad {
 				found = &rep
 			}
 		}
@@ -62,7 +62,7 @@ func TestRunFindsACheckThenActAndReplaysIt(t *testing.T) {
 			}
 		}
 		// The printed options read back to the same run.
-		o, err := yield.ParseOptions(found.Options.String())
+		o, err := sched.ParseOptions(found.Options.String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,14 +81,14 @@ func TestRunModelsAMutex(t *testing.T) {
 		var inside, worst atomic.Int32
 		f := func() {
 			for range 5 {
-				yield.Hook.M(&mu).Lock()
+				sched.Hook.M(&mu).Lock()
 				worst.Store(max(worst.Load(), inside.Add(1)))
-				yield.Hook.Point()
+				sched.Hook.Point()
 				inside.Add(-1)
-				yield.Hook.M(&mu).Unlock()
+				sched.Hook.M(&mu).Unlock()
 			}
 		}
-		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.Walk()}, f, f, f)
+		rep := sched.Run(sched.Options{Seed: seed, Strategy: sched.Walk()}, f, f, f)
 		if rep.Free || worst.Load() != 1 {
 			t.Fatalf("seed %d: %d inside at once, %v", seed, worst.Load(), rep)
 		}
@@ -103,15 +103,15 @@ func TestRunModelsAChannel(t *testing.T) {
 		var sum atomic.Int64
 		send := func() {
 			for i := range 10 {
-				yield.Send(ch, i)
+				sched.Send(ch, i)
 			}
 		}
 		recv := func() {
 			for range 10 {
-				sum.Add(int64(yield.Recv(ch)))
+				sum.Add(int64(sched.Recv(ch)))
 			}
 		}
-		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.PCT(3), Length: 40}, send, recv)
+		rep := sched.Run(sched.Options{Seed: seed, Strategy: sched.PCT(3), Length: 40}, send, recv)
 		if rep.Free || sum.Load() != 45 {
 			t.Fatalf("seed %d: sum %d, %v", seed, sum.Load(), rep)
 		}
@@ -127,7 +127,7 @@ func TestRunPollsForAGoroutineOutsideControl(t *testing.T) {
 		ch <- 1
 	}()
 	var got int
-	rep := yield.Run(yield.Options{Seed: 1}, func() { got = yield.Recv(ch) })
+	rep := sched.Run(sched.Options{Seed: 1}, func() { got = sched.Recv(ch) })
 	if got != 1 || rep.Free {
 		t.Fatalf("got %d, %v", got, rep)
 	}
@@ -138,8 +138,8 @@ func TestRunPollsForAGoroutineOutsideControl(t *testing.T) {
 // says so.
 func TestRunFallsBackWhenBlockedOutside(t *testing.T) {
 	ch := make(chan int) // the raw operations below are not yield points
-	rep := yield.Run(yield.Options{Seed: 1, Stall: 100 * time.Millisecond},
-		func() { <-ch }, func() { yield.Hook.Point(); ch <- 1 })
+	rep := sched.Run(sched.Options{Seed: 1, Stall: 100 * time.Millisecond},
+		func() { <-ch }, func() { sched.Hook.Point(); ch <- 1 })
 	if !rep.Free || !strings.Contains(rep.Reason, "made progress") {
 		t.Fatalf("%v, want a fallback", rep)
 	}
@@ -148,28 +148,28 @@ func TestRunFallsBackWhenBlockedOutside(t *testing.T) {
 // Outside a controlled run the hooks are the operations themselves.
 func TestHooksOutsideARun(t *testing.T) {
 	var n atomic.Int64
-	yield.P(&n).Add(2)
+	sched.P(&n).Add(2)
 	var mu sync.RWMutex
-	yield.Hook.RW(&mu).RLock()
-	if yield.Hook.RW(&mu).TryLock() {
+	sched.Hook.RW(&mu).RLock()
+	if sched.Hook.RW(&mu).TryLock() {
 		t.Error("TryLock succeeded under a read lock")
 	}
-	yield.Hook.RW(&mu).RUnlock()
+	sched.Hook.RW(&mu).RUnlock()
 	ch := make(chan int64, 1)
-	yield.Send(ch, n.Load())
-	if v, ok := yield.Recv2(ch); v != 2 || !ok {
+	sched.Send(ch, n.Load())
+	if v, ok := sched.Recv2(ch); v != 2 || !ok {
 		t.Errorf("Recv2 = %d, %v", v, ok)
 	}
 }
 
 func TestParseOptionsRejectsBadInput(t *testing.T) {
 	for _, s := range []string{"", "pct0", "pct", "rand", "walk,seed=x", "walk,seed", "pct2,schedule=1*0", "pct2,schedule=a*1", "walk,length=-1", "walk,maxsteps=-1", "walk,maxsteps=x", "walk,color=red"} {
-		if _, err := yield.ParseOptions(s); err == nil {
+		if _, err := sched.ParseOptions(s); err == nil {
 			t.Errorf("ParseOptions(%q) accepted", s)
 		}
 	}
-	o := yield.Options{Seed: 9, Strategy: yield.PCT(4), Length: 12, MaxSteps: 500, Schedule: []int{0, 0, 1, 2, 2, 2}}
-	if got, err := yield.ParseOptions(o.String()); err != nil || got.String() != o.String() {
+	o := sched.Options{Seed: 9, Strategy: sched.PCT(4), Length: 12, MaxSteps: 500, Schedule: []int{0, 0, 1, 2, 2, 2}}
+	if got, err := sched.ParseOptions(o.String()); err != nil || got.String() != o.String() {
 		t.Errorf("ParseOptions(%q) = %v, %v", o.String(), got, err)
 	}
 }
@@ -177,18 +177,18 @@ func TestParseOptionsRejectsBadInput(t *testing.T) {
 // A schedule that names a goroutine which cannot run (here, one that has
 // returned) is not followed there, and the report says the run diverged.
 func TestReplayDivergesOnOtherCode(t *testing.T) {
-	short := func() { yield.Hook.Point() }
+	short := func() { sched.Hook.Point() }
 	long := func() {
 		for range 5 {
-			yield.Hook.Point()
+			sched.Hook.Point()
 		}
 	}
-	rep := yield.Run(yield.Options{Seed: 1, Schedule: []int{0, 0, 0, 0, 0, 0, 0, 0}}, short, long)
+	rep := sched.Run(sched.Options{Seed: 1, Schedule: []int{0, 0, 0, 0, 0, 0, 0, 0}}, short, long)
 	if !rep.Diverged {
 		t.Errorf("%v: want a divergence", rep)
 	}
-	same := yield.Run(yield.Options{Seed: 1, Strategy: yield.Walk()}, short, long)
-	again := yield.Run(same.Options, short, long)
+	same := sched.Run(sched.Options{Seed: 1, Strategy: sched.Walk()}, short, long)
+	again := sched.Run(same.Options, short, long)
 	if again.Diverged || !slices.Equal(again.Options.Schedule, same.Options.Schedule) {
 		t.Errorf("replaying %v gave %v", same, again)
 	}
@@ -199,11 +199,11 @@ func TestReplayDivergesOnOtherCode(t *testing.T) {
 func TestPCTOfDepthOneNeverPreempts(t *testing.T) {
 	f := func() {
 		for range 20 {
-			yield.Hook.Point()
+			sched.Hook.Point()
 		}
 	}
 	for seed := range uint64(10) {
-		rep := yield.Run(yield.Options{Seed: seed, Strategy: yield.PCT(1)}, f, f, f)
+		rep := sched.Run(sched.Options{Seed: seed, Strategy: sched.PCT(1)}, f, f, f)
 		switches := 0
 		for i := 1; i < len(rep.Options.Schedule); i++ {
 			if rep.Options.Schedule[i] != rep.Options.Schedule[i-1] {
@@ -219,15 +219,15 @@ func TestPCTOfDepthOneNeverPreempts(t *testing.T) {
 // A sleep inside Outside does not make the run fall back, though no yield
 // point is reached meanwhile.
 func TestOutsideIsNotAStall(t *testing.T) {
-	rep := yield.Run(yield.Options{Seed: 1, Stall: 40 * time.Millisecond},
-		func() { yield.Hook.Outside(func() { time.Sleep(200 * time.Millisecond) }) }, func() { yield.Hook.Point() })
+	rep := sched.Run(sched.Options{Seed: 1, Stall: 40 * time.Millisecond},
+		func() { sched.Hook.Outside(func() { time.Sleep(200 * time.Millisecond) }) }, func() { sched.Hook.Point() })
 	if rep.Free {
 		t.Errorf("%v: fell back during Outside", rep)
 	}
 }
 
 func TestRunOfNothing(t *testing.T) {
-	if rep := yield.Run(yield.Options{}); rep.Free || len(rep.Options.Schedule) != 0 {
+	if rep := sched.Run(sched.Options{}); rep.Free || len(rep.Options.Schedule) != 0 {
 		t.Errorf("Run() = %v", rep)
 	}
 }
@@ -237,13 +237,13 @@ func TestRunOfNothing(t *testing.T) {
 // read back.
 func TestSerialNeverPreempts(t *testing.T) {
 	for seed := range uint64(20) {
-		bad, rep := overspend(yield.Options{Seed: seed, Strategy: yield.Serial()})
+		bad, rep := overspend(sched.Options{Seed: seed, Strategy: sched.Serial()})
 		if bad || len(rep.Preemptions) > 0 || rep.Free {
 			t.Fatalf("seed %d: overspend=%v, %v", seed, bad, rep)
 		}
 	}
-	o, err := yield.ParseOptions("serial,seed=3")
-	if err != nil || o.Strategy != yield.Serial() || o.String() != "serial,seed=3" {
+	o, err := sched.ParseOptions("serial,seed=3")
+	if err != nil || o.Strategy != sched.Serial() || o.String() != "serial,seed=3" {
 		t.Fatalf("ParseOptions(serial,seed=3) = %v, %v", o, err)
 	}
 }
@@ -262,13 +262,13 @@ func TestRunFallsBackWhenWokenWithoutProgress(t *testing.T) {
 		other := make(chan int, 1)
 		deadline := time.Now().Add(time.Second)
 		for time.Now().Before(deadline) {
-			yield.Send(other, 1) // released(): wakes the blocked ones
+			sched.Send(other, 1) // released(): wakes the blocked ones
 			<-other
 		}
 		ch <- 1
 		close(stop)
 	}()
-	rep := yield.Run(yield.Options{Seed: 1, Stall: 100 * time.Millisecond}, func() { yield.Recv(ch) })
+	rep := sched.Run(sched.Options{Seed: 1, Stall: 100 * time.Millisecond}, func() { sched.Recv(ch) })
 	<-stop
 	if !rep.Free || rep.Reason == "" {
 		t.Fatalf("%v, want a fallback", rep)
@@ -283,12 +283,12 @@ func TestRunFallsBackWhenWokenWithoutProgress(t *testing.T) {
 func TestStoreStepObjects(t *testing.T) {
 	var mu sync.Mutex
 	var n int64
-	rep := yield.Run(yield.Options{Strategy: yield.Serial(), Choices: true}, func() {
-		n = yield.W(n + 1)
-		_ = yield.P(n)
-		yield.Hook.M(&mu).Lock()
-		n = yield.W(n + 1)
-		yield.Hook.M(&mu).Unlock()
+	rep := sched.Run(sched.Options{Strategy: sched.Serial(), Choices: true}, func() {
+		n = sched.W(n + 1)
+		_ = sched.P(n)
+		sched.Hook.M(&mu).Lock()
+		n = sched.W(n + 1)
+		sched.Hook.M(&mu).Unlock()
 	})
 	if rep.Free || len(rep.Choices) < 5 {
 		t.Fatalf("%v: %d choices", rep, len(rep.Choices))
@@ -309,15 +309,15 @@ func TestStoreStepObjects(t *testing.T) {
 func TestUnguardedStore(t *testing.T) {
 	var mu sync.Mutex
 	var n int64
-	rep := yield.Run(yield.Options{Strategy: yield.Serial(), Choices: true}, func() {
-		n = yield.W(n + 1) // no tag: a constructor's store
-		yield.Hook.Tag(1)
-		yield.Hook.M(&mu).Lock()
-		n = yield.W(n + 1)
-		yield.Hook.M(&mu).Unlock()
-		n = yield.W(n + 1) // the operation's store outside the lock
-		yield.Hook.Tag(0)
-		n = yield.W(n + 1)
+	rep := sched.Run(sched.Options{Strategy: sched.Serial(), Choices: true}, func() {
+		n = sched.W(n + 1) // no tag: a constructor's store
+		sched.Hook.Tag(1)
+		sched.Hook.M(&mu).Lock()
+		n = sched.W(n + 1)
+		sched.Hook.M(&mu).Unlock()
+		n = sched.W(n + 1) // the operation's store outside the lock
+		sched.Hook.Tag(0)
+		n = sched.W(n + 1)
 	})
 	if rep.Free {
 		t.Fatalf("%v", rep)
