@@ -6,7 +6,7 @@ import (
 	"unsafe"
 )
 
-// hookCond is the rewrite of a sync.Cond's Wait, Signal and Broadcast:
+// Cond is the rewrite of a sync.Cond's Wait, Signal and Broadcast:
 // c.Wait() becomes yield.C(&c).Wait(), and p.Signal() yield.C(p).Signal()
 // for p a *sync.Cond.
 //
@@ -20,12 +20,12 @@ import (
 // with none it signals c itself, for a goroutine outside control waiting
 // on it, and so does Broadcast. A waiter left waiting when the run falls
 // back to free running keeps waiting, for real, until it is woken so.
-type hookCond struct{ c *sync.Cond }
+type Cond struct{ c *sync.Cond }
 
 // C returns c's hooks.
-func (hooks) C(c *sync.Cond) hookCond { return hookCond{c} }
+func (hooks) C(c *sync.Cond) Cond { return Cond{c} }
 
-// A condWaiter is a goroutine under control waiting in a hookCond's Wait.
+// A condWaiter is a goroutine under control waiting in a Cond's Wait.
 type condWaiter struct {
 	woken atomic.Bool
 	ch    chan struct{} // closed when woken
@@ -66,7 +66,7 @@ func wakeWaiters(c *sync.Cond, all bool) bool {
 
 // Wait unlocks c.L, waits for a Signal or a Broadcast, and locks c.L
 // again before it returns, as sync.Cond's Wait does.
-func (h hookCond) Wait() {
+func (h Cond) Wait() {
 	r := active.Load()
 	if r == nil || r.free.Load() {
 		h.c.Wait()
@@ -90,12 +90,12 @@ func (h hookCond) Wait() {
 }
 
 // Signal wakes one goroutine waiting on c, if there is one.
-func (h hookCond) Signal() { h.notify(false) }
+func (h Cond) Signal() { h.notify(false) }
 
 // Broadcast wakes every goroutine waiting on c.
-func (h hookCond) Broadcast() { h.notify(true) }
+func (h Cond) Broadcast() { h.notify(true) }
 
-func (h hookCond) notify(all bool) {
+func (h Cond) notify(all bool) {
 	if !wakeWaiters(h.c, all) {
 		if all {
 			h.c.Broadcast()

@@ -43,7 +43,7 @@
 // bubble's clock moves straight to the next timer.
 //
 // The goroutines the code under control starts with a go statement or a
-// hookWaitGroup's Go (a budget's refill loop, started by its constructor
+// WaitGroup's Go (a budget's refill loop, started by its constructor
 // inside the run; a hedging loop's attempts) are scheduled too, through
 // Hook.Go, until every function given to [Run] has returned; then they run
 // freely.
@@ -100,7 +100,7 @@
 // goroutine under control waiting for one of them is polled. Code that is
 // not rewritten (other modules unless named, the standard library's
 // internals, the runtime, assembly) has no yield points, and neither have
-// hookWaitGroup's Add and Done, and tickers: a goroutine under control waiting
+// WaitGroup's Add and Done, and tickers: a goroutine under control waiting
 // on a mutex that one outside control holds is polled. A sync.Cond is
 // under control through Hook.C (one whose L is not one of sync's mutexes
 // has that lock taken and released outside the run's sight), and

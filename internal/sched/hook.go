@@ -160,16 +160,16 @@ func (hooks) PointAt(x any) {
 	}
 }
 
-// hookMutex is the rewrite of a sync.Mutex's methods: m.Lock() becomes
+// Mutex is the rewrite of a sync.Mutex's methods: m.Lock() becomes
 // yield.M(&m).Lock(). In a controlled run, Lock on a held mutex passes the
 // baton until the mutex is released.
-type hookMutex struct{ m *sync.Mutex }
+type Mutex struct{ m *sync.Mutex }
 
 // M returns m's hooks.
-func (hooks) M(m *sync.Mutex) hookMutex { return hookMutex{m} }
+func (hooks) M(m *sync.Mutex) Mutex { return Mutex{m} }
 
 // Lock locks the mutex.
-func (m hookMutex) Lock() {
+func (m Mutex) Lock() {
 	if active.Load() != nil {
 		acquireLock(unsafe.Pointer(m.m), true, m.m.TryLock, m.m.Lock)
 		return
@@ -179,10 +179,10 @@ func (m hookMutex) Lock() {
 
 // TryLock tries to lock the mutex, after a yield point. A failure makes
 // no progress (see Spinning in the package documentation).
-func (m hookMutex) TryLock() bool { return try(m.m.TryLock) }
+func (m Mutex) TryLock() bool { return try(m.m.TryLock) }
 
 // Unlock unlocks the mutex, then yields.
-func (m hookMutex) Unlock() {
+func (m Mutex) Unlock() {
 	if r := active.Load(); r != nil {
 		r.unlocked(uintptr(unsafe.Pointer(m.m)))
 	}
@@ -192,15 +192,15 @@ func (m hookMutex) Unlock() {
 	}
 }
 
-// hookRWMutex is the rewrite of a sync.RWMutex's methods: m.RLock() becomes
+// RWMutex is the rewrite of a sync.RWMutex's methods: m.RLock() becomes
 // yield.RW(&m).RLock().
-type hookRWMutex struct{ m *sync.RWMutex }
+type RWMutex struct{ m *sync.RWMutex }
 
 // RW returns m's hooks.
-func (hooks) RW(m *sync.RWMutex) hookRWMutex { return hookRWMutex{m} }
+func (hooks) RW(m *sync.RWMutex) RWMutex { return RWMutex{m} }
 
 // Lock locks the mutex for writing.
-func (m hookRWMutex) Lock() {
+func (m RWMutex) Lock() {
 	if active.Load() != nil {
 		acquireLock(unsafe.Pointer(m.m), true, m.m.TryLock, m.m.Lock)
 		return
@@ -209,7 +209,7 @@ func (m hookRWMutex) Lock() {
 }
 
 // RLock locks the mutex for reading.
-func (m hookRWMutex) RLock() {
+func (m RWMutex) RLock() {
 	if active.Load() != nil {
 		acquireLock(unsafe.Pointer(m.m), false, m.m.TryRLock, m.m.RLock)
 		return
@@ -219,14 +219,14 @@ func (m hookRWMutex) RLock() {
 
 // TryLock tries to lock the mutex for writing, after a yield point. A
 // failure makes no progress (see Spinning in the package documentation).
-func (m hookRWMutex) TryLock() bool { return try(m.m.TryLock) }
+func (m RWMutex) TryLock() bool { return try(m.m.TryLock) }
 
 // TryRLock tries to lock the mutex for reading, after a yield point. A
 // failure makes no progress.
-func (m hookRWMutex) TryRLock() bool { return try(m.m.TryRLock) }
+func (m RWMutex) TryRLock() bool { return try(m.m.TryRLock) }
 
 // Unlock unlocks the mutex for writing, then yields.
-func (m hookRWMutex) Unlock() {
+func (m RWMutex) Unlock() {
 	if r := active.Load(); r != nil {
 		r.unlocked(uintptr(unsafe.Pointer(m.m)))
 	}
@@ -237,7 +237,7 @@ func (m hookRWMutex) Unlock() {
 }
 
 // RUnlock undoes one RLock, then yields.
-func (m hookRWMutex) RUnlock() {
+func (m RWMutex) RUnlock() {
 	m.m.RUnlock()
 	if r := active.Load(); r != nil {
 		r.releasedObj(uintptr(unsafe.Pointer(m.m)))
@@ -245,7 +245,7 @@ func (m hookRWMutex) RUnlock() {
 }
 
 // RLocker returns the mutex's RLocker. Its calls are not yield points.
-func (m hookRWMutex) RLocker() sync.Locker { return m.m.RLocker() }
+func (m RWMutex) RLocker() sync.Locker { return m.m.RLocker() }
 
 // Send is the rewrite of the statement ch <- v. In a controlled run, a send
 // that cannot complete passes the baton until another channel operation
@@ -253,7 +253,7 @@ func (m hookRWMutex) RLocker() sync.Locker { return m.m.RLocker() }
 func Send[T any](ch chan<- T, v T) {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
-			r.choose1(g, false, []hookCase{S(ch, v)})
+			r.choose1(g, false, []Case{S(ch, v)})
 			return
 		}
 	}
@@ -271,7 +271,7 @@ func Recv2[T any](ch <-chan T) (v T, ok bool) {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
 			c := R(ch)
-			r.choose1(g, false, []hookCase{c})
+			r.choose1(g, false, []Case{c})
 			return c.V, c.OK
 		}
 	}
@@ -292,7 +292,7 @@ func (hooks) Sleep(d time.Duration) {
 			}
 			t := time.NewTimer(d)
 			defer t.Stop()
-			r.choose1(g, false, []hookCase{R(t.C)})
+			r.choose1(g, false, []Case{R(t.C)})
 			return
 		}
 	}

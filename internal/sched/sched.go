@@ -694,7 +694,7 @@ func (r *run) releasedObj(obj uintptr) {
 }
 
 // exit hands the baton on from a goroutine that has returned.
-// hookOnce every function of Run has returned, the goroutines Go started run
+// Once every function of Run has returned, the goroutines Go started run
 // freely.
 func (r *run) exit(g *gor) {
 	r.mu.Lock()

@@ -83,17 +83,17 @@ func Close[T any](ch chan<- T) {
 	}
 }
 
-// hookOnce is the rewrite of a sync.Once's Do: o.Do(f) becomes
+// Once is the rewrite of a sync.Once's Do: o.Do(f) becomes
 // yield.O(&o).Do(f). In a controlled run, a Do while another goroutine
-// under control is inside Do of the same hookOnce passes the baton until that
-// one returns, instead of blocking in the hookOnce.
-type hookOnce struct{ o *sync.Once }
+// under control is inside Do of the same Once passes the baton until that
+// one returns, instead of blocking in the Once.
+type Once struct{ o *sync.Once }
 
 // O returns o's hooks.
-func (hooks) O(o *sync.Once) hookOnce { return hookOnce{o} }
+func (hooks) O(o *sync.Once) Once { return Once{o} }
 
 // Do calls o.Do(f), after a yield point.
-func (h hookOnce) Do(f func()) {
+func (h Once) Do(f func()) {
 	r := active.Load()
 	if r == nil || r.free.Load() {
 		h.o.Do(f)
@@ -124,9 +124,9 @@ func (h hookOnce) Do(f func()) {
 	h.o.Do(f)
 }
 
-// A hookCase is one communication of a select statement, made by [R] or [S]
+// A Case is one communication of a select statement, made by [R] or [S]
 // for Hook.Select.
-type hookCase interface {
+type Case interface {
 	try() bool
 	reflectCase() reflect.SelectCase
 	received(v reflect.Value, ok bool)
@@ -237,7 +237,7 @@ func (c *SendCase[T]) deliver(any) {}
 // scheduler: the one that comes second completes both, in the order the
 // first ones waited. Outside a controlled run Select is reflect.Select,
 // which allocates.
-func (hooks) Select(hasDefault bool, cases ...hookCase) int {
+func (hooks) Select(hasDefault bool, cases ...Case) int {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
 			return r.choose1(g, hasDefault, cases)
@@ -246,7 +246,7 @@ func (hooks) Select(hasDefault bool, cases ...hookCase) int {
 	return selectFree(hasDefault, cases)
 }
 
-func selectFree(hasDefault bool, cases []hookCase) int {
+func selectFree(hasDefault bool, cases []Case) int {
 	sc := make([]reflect.SelectCase, len(cases), len(cases)+1)
 	for i, c := range cases {
 		sc[i] = c.reflectCase()
@@ -266,7 +266,7 @@ func selectFree(hasDefault bool, cases []hookCase) int {
 // another one may complete it on an unbuffered channel.
 type waiter struct {
 	g      *gor
-	cases  []hookCase
+	cases  []Case
 	chosen int
 	done   bool
 }
@@ -274,7 +274,7 @@ type waiter struct {
 // communicate tries cases in order, first against the waiters on
 // unbuffered channels, then on the channels themselves; it returns the
 // index of the case that proceeded, or −1. Called with r.mu held.
-func (r *run) communicate(self *waiter, cases []hookCase, order []int) int {
+func (r *run) communicate(self *waiter, cases []Case, order []int) int {
 	for _, i := range order {
 		c := cases[i]
 		if p, unbuffered := c.channel(); p != nil && unbuffered {
@@ -306,7 +306,7 @@ func (r *run) communicate(self *waiter, cases []hookCase, order []int) int {
 }
 
 // choose1 is Select for g, under control.
-func (r *run) choose1(g *gor, hasDefault bool, cases []hookCase) int {
+func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 	var obj uintptr // with Options.Choices: the channel of a lone case
 	if r.opt.Choices && len(cases) == 1 && !hasDefault {
 		if p, _ := cases[0].channel(); p != nil {
@@ -390,17 +390,17 @@ func (r *run) unknownStep(g *gor) {
 	}
 }
 
-// hookWaitGroup is the rewrite of a sync.WaitGroup's Go and Wait:
+// WaitGroup is the rewrite of a sync.WaitGroup's Go and Wait:
 // wg.Go(f) becomes yield.WG(&wg).Go(f). Its Add and Done are not
 // rewritten.
-type hookWaitGroup struct{ wg *sync.WaitGroup }
+type WaitGroup struct{ wg *sync.WaitGroup }
 
 // WG returns wg's hooks.
-func (hooks) WG(wg *sync.WaitGroup) hookWaitGroup { return hookWaitGroup{wg} }
+func (hooks) WG(wg *sync.WaitGroup) WaitGroup { return WaitGroup{wg} }
 
 // Go is wg.Go, with the goroutine started by Hook.Go: in a controlled run it
 // is under control.
-func (h hookWaitGroup) Go(f func()) {
+func (h WaitGroup) Go(f func()) {
 	h.wg.Add(1)
 	Hook.Go(func() {
 		defer h.wg.Done()
@@ -412,7 +412,7 @@ func (h hookWaitGroup) Go(f func()) {
 // waits passes the baton, as one blocked on a channel does, until the
 // counter is zero: a goroutine outside control waits on the group and
 // then closes a channel that the waiter receives from.
-func (h hookWaitGroup) Wait() {
+func (h WaitGroup) Wait() {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
 			zero := make(chan struct{})
@@ -420,7 +420,7 @@ func (h hookWaitGroup) Wait() {
 				h.wg.Wait()
 				close(zero)
 			}()
-			r.choose1(g, false, []hookCase{R((<-chan struct{})(zero))})
+			r.choose1(g, false, []Case{R((<-chan struct{})(zero))})
 			return
 		}
 	}

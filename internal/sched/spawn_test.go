@@ -187,7 +187,7 @@ func TestGoLeftoverGoroutineStaysOutOfTheNextRun(t *testing.T) {
 }
 
 // A Do while another goroutine under control is inside Do of the same
-// hookOnce passes the baton; f runs once and every Do returns after it.
+// Once passes the baton; f runs once and every Do returns after it.
 func TestOnceModelsDo(t *testing.T) {
 	for seed := range uint64(30) {
 		var once sync.Once
@@ -259,7 +259,7 @@ func TestSelectOutsideARun(t *testing.T) {
 	}
 }
 
-// A hookWaitGroup's goroutines are under control, and a Wait passes the baton
+// A WaitGroup's goroutines are under control, and a Wait passes the baton
 // until they are done, without falling back.
 func TestWaitGroupUnderControl(t *testing.T) {
 	for seed := range uint64(20) {

@@ -133,7 +133,7 @@ func TestSpinLockRetryingCompareAndSwap(t *testing.T) {
 	})
 }
 
-// And so does one that spins on TryLock, of a hookMutex and of a hookRWMutex.
+// And so does one that spins on TryLock, of a Mutex and of a RWMutex.
 func TestSpinOnTryLock(t *testing.T) {
 	spinsUnderControl(t, func() (func(), func()) {
 		var mu sync.Mutex
@@ -155,7 +155,7 @@ func TestSpinOnTryLock(t *testing.T) {
 	})
 }
 
-// Readers that spin on TryRLock while a writer holds the hookRWMutex let it
+// Readers that spin on TryRLock while a writer holds the RWMutex let it
 // finish its write, and see it whole.
 func TestSpinOnTryRLock(t *testing.T) {
 	guarded(t, func() {
@@ -517,6 +517,6 @@ func TestSpinHooksOutsideARun(t *testing.T) {
 	}
 	var rw sync.RWMutex
 	if !sched.Hook.RW(&rw).TryRLock() || sched.Hook.RW(&rw).TryLock() {
-		t.Error("TryRLock of a free hookRWMutex failed, or TryLock under a read lock succeeded")
+		t.Error("TryRLock of a free RWMutex failed, or TryLock under a read lock succeeded")
 	}
 }
