@@ -53,9 +53,9 @@
 //     the operations around it, minimized, explained, and saved as HTML and
 //     JSON under t.ArtifactDir(). A search that times out fails as
 //     inconclusive, never passes. Its controlled stage (see "Controlled
-//     schedules on plain go test" in the package doc) runs first: every
-//     scenario under -budgettest.schedules controlled schedules (package
-//     yield), with the budget built inside the controlled run so that the
+//     schedules on plain go test" below: the exhaustive stage, then random ones) runs first: every
+//     scenario under -budgettest.schedules controlled schedules (the
+//     scheduler behind package yield), with the budget built inside the controlled run so that the
 //     goroutines its factory starts are scheduled too. A violation is
 //     minimized on fixed schedules, its schedule is shrunk to fewer
 //     preemptions, and the failure prints the -budgettest.replay flag that
