@@ -145,22 +145,7 @@ func count(t *testing.T, root string, f *ast.File) (n, dep int) {
 }
 
 // exportedRecv reports whether a method's receiver type is exported.
-func exportedRecv(e ast.Expr) bool {
-	for {
-		switch x := e.(type) {
-		case *ast.StarExpr:
-			e = x.X
-		case *ast.IndexExpr:
-			e = x.X
-		case *ast.IndexListExpr:
-			e = x.X
-		case *ast.Ident:
-			return x.IsExported()
-		default:
-			return false
-		}
-	}
-}
+func exportedRecv(e ast.Expr) bool { return ast.IsExported(recvName(e)) }
 
 // internalMethods counts the exported methods of the type an alias names
 // when that type is in an internal package of this module.
