@@ -254,6 +254,11 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 	// last[g] is 1 + the last step before the current one at which g ran;
 	// 0 if none. The loop below keeps it as it goes.
 	last := make([]int, gs)
+	// touchedAt[obj] is 1 + the last step before the current one that
+	// touched obj and did not block; unknownAt the same for a step whose
+	// object is not known. The loop below keeps them as it goes.
+	touchedAt := map[uintptr]int{}
+	unknownAt := 0
 	// futile reports whether g, run at step i, would only find again that
 	// its operation cannot go on: it did at the last step it ran, and no
 	// step since touched what it waits for (a blocked goroutine is made
@@ -266,15 +271,9 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 		if j < 0 || !choices[j].Blocked || choices[j].Obj == 0 || choices[j].Obj == 1 {
 			return false
 		}
-		for k := j + 1; k < i; k++ {
-			if choices[k].Blocked {
-				continue // it changed nothing
-			}
-			if o := choices[k].Obj; o == 0 || o == choices[j].Obj {
-				return false
-			}
-		}
-		return true
+		// Steps j+1 through i-1: none touched the object, nor anything
+		// not known.
+		return unknownAt <= j+1 && touchedAt[choices[j].Obj] <= j+1
 	}
 	// wake removes from z the goroutines whose step at state i does not
 	// commute with obj.
@@ -322,6 +321,13 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 			cost++
 		}
 		last[order[i]] = i + 1
+		if !ch.Blocked {
+			if ch.Obj == 0 {
+				unknownAt = i + 1
+			} else {
+				touchedAt[ch.Obj] = i + 1
+			}
+		}
 	}
 	return out
 }

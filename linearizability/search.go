@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -296,14 +297,28 @@ func Search[S any](t *testing.T, tg Target[S]) (*Finding, error) {
 	}
 	// The runs that narrow and minimize the violation are guarded too: a
 	// budget that deadlocks only now and then may do it in one of them.
-	if err := se.harness(t).Guard("minimizing a violation", func() error {
-		found = se.explainViolation(t, failing, *viol, seed)
+	err = se.harness(t).Guard("minimizing a violation", func() error {
+		f := se.explainViolation(t, failing, *viol, seed)
 		if exhaustive != "" {
-			found.Detail = "found by " + exhaustive + ";\n" + found.Detail
+			f.Detail = "found by " + exhaustive + ";\n" + f.Detail
 		}
+		found = f
 		return nil
-	}); err != nil {
-		return nil, err
+	})
+	if err != nil {
+		// What was found is reported as it was found: the fault met while
+		// minimizing it (a budget that deadlocks now and then) says
+		// nothing against the violation.
+		which := fmt.Sprintf("scenario %d", seed)
+		if exhaustive != "" {
+			which = exhaustive
+		}
+		var replay string
+		if failing.Control != nil {
+			replay = fmt.Sprintf("under the controlled schedule %s\nreplay it with: %s\n", failing.Control, replayCommand(failing))
+		}
+		return &Finding{Verdict: Violation, Detail: fmt.Sprintf("%s: %s failed; it was not minimized, since minimizing it did not finish: %v\n%s%s%s",
+			se.name(), which, firstLine(err.Error()), failing, replay, viol.Explain())}, nil
 	}
 	return found, nil
 }
@@ -614,7 +629,15 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 		order = fmt.Sprintf("under the controlled schedule %s%s\nreplay it with: %s\n", best.Control, switches, replayCommand(best))
 		// The schedule told in the budget's own lines, from one more
 		// replay with its steps traced.
-		if story, err := interleaving(context.Background(), se.tg.Model, best, se.harness(t).New); err == nil {
+		// In the bubble a wall-clock budget's runs are made in, as every
+		// other run: outside one its clock steps would be real sleeps.
+		var story string
+		err := se.harness(t).InBubble(t, "telling the interleaving", func(t *testing.T) error {
+			var err error
+			story, err = interleaving(context.Background(), se.tg.Model, best, se.harness(t).New)
+			return err
+		})
+		if err == nil {
 			order += story
 		} else {
 			t.Logf("%s: the interleaving could not be told: %v", se.name(), err)
@@ -671,4 +694,12 @@ func replayCommand(s Scenario) string {
 		return ""
 	}
 	return fmt.Sprintf("-budgettest.replay='%s'", js)
+}
+
+// firstLine is the first line of s.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

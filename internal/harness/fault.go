@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/retrybudget/retrybudget/model"
@@ -189,10 +190,22 @@ func Catch(during string, f func()) (err error) {
 // DefaultWatchdog is the limit Guard applies when given none.
 const DefaultWatchdog = 60 * time.Second
 
+// returned counts the calls of a budget that have returned (or panicked)
+// through Perform, in this process: what tells a check that is slow, its
+// budget doing much work a call, from one whose calls have stopped
+// returning.
+var returned atomic.Uint64
+
+// Progress returns how many budget calls made through Perform have
+// returned so far, in this process.
+func Progress() uint64 { return returned.Load() }
+
 // Guard runs f on a goroutine of its own under Catch, and returns its error,
-// or a Stuck Fault with every goroutine's stack if f has not returned within
-// limit (zero means DefaultWatchdog). A stuck goroutine is left behind:
-// nothing can stop it.
+// or a Stuck Fault with every goroutine's stack if f has gone limit (zero
+// means DefaultWatchdog) without a budget call returning (see Progress):
+// a finite computation, however slow, is not stuck, while a call that
+// never returns stops every run that waits for it. A stuck goroutine is
+// left behind: nothing can stop it.
 func Guard(during string, limit time.Duration, f func() error) error {
 	if limit <= 0 {
 		limit = DefaultWatchdog
@@ -214,13 +227,24 @@ func Guard(during string, limit time.Duration, f func() error) error {
 		sent = true
 		done <- err
 	}()
-	timer := time.NewTimer(limit)
+	tick := max(limit/8, time.Millisecond)
+	timer := time.NewTicker(tick)
 	defer timer.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-timer.C:
-		return &Fault{Cause: Stuck, During: fmt.Sprintf("%s, still running after %v", during, limit), Stack: allStacks()}
+	seen, since := Progress(), time.Now()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-timer.C:
+			if p := Progress(); p != seen {
+				seen, since = p, time.Now()
+				continue
+			}
+			if time.Since(since) < limit {
+				continue
+			}
+			return &Fault{Cause: Stuck, During: fmt.Sprintf("%s, no call of the budget returned for %v", during, limit), Stack: allStacks()}
+		}
 	}
 }
 

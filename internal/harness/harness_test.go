@@ -104,6 +104,31 @@ func TestGuardReportsAStuckCall(t *testing.T) {
 	}
 }
 
+// A check that runs past the watchdog's limit while its budget's calls keep
+// returning is slow, not stuck: Guard waits for it.
+func TestGuardWaitsForASlowCheckThatMakesProgress(t *testing.T) {
+	b, _, err := harness.Subject[struct{}]{New: func(budget.Clock) budget.Budget {
+		b, err := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}}.Build(new(budget.ManualClock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = harness.Guard("a slow check", 100*time.Millisecond, func() error {
+		for range 40 { // 400ms, a call every 10ms
+			harness.Perform(b, model.OpRequest)
+			time.Sleep(10 * time.Millisecond)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a check whose calls return, slowly, past the limit: %v", err)
+	}
+}
+
 // The generator's steps stay within their ranges, forward ones never go
 // back, and the same seed draws the same lists.
 func TestGeneratorIsBoundedAndRepeatable(t *testing.T) {

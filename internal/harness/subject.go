@@ -237,6 +237,7 @@ func (s Subject[S]) InitAt(now time.Duration) (S, bool) {
 // MethodPanicked *Fault that names the method and op.
 func Perform(b budget.Budget, op model.Op) (granted bool) {
 	defer func() {
+		returned.Add(1)
 		if p := recover(); p != nil {
 			if f, ok := p.(*Fault); ok {
 				panic(f)

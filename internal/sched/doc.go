@@ -78,10 +78,14 @@
 // million, when zero), which bounds the schedule it records (a byte a
 // step while it runs). At the yield point past the bound the run falls
 // back to free running, and its [Report] is Free and Exhausted, with the
-// Reason "step bound of N exceeded: a goroutine is spinning or the run
-// does not end"; [Run] then returns once the functions have returned, or
-// after [Options.Stall] of free running if they have not (a livelock),
-// leaving them running.
+// Reason "step bound of N exceeded (goroutine G at file:line in func): the
+// rest of the run is free". Many steps are not a livelock: a budget that
+// recounts a ring of slots under its lock takes hundreds a call, and a
+// spinning goroutine is passed over long before the bound (see Spinning).
+// So the bound only ends control: [Run] then returns once the functions
+// have returned, or after [Options.Stall] of free running if they have
+// not, leaving them running, and a caller that needs their results waits
+// for them itself, under a watchdog of its own.
 //
 // # Leftovers
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -877,7 +878,11 @@ func (r *run) pickLocked(from *gor) *gor {
 	step := len(r.schedule)
 	if step >= r.maxSteps {
 		r.exhausted = true
-		r.fallbackLocked(fmt.Sprintf("step bound of %d exceeded: a goroutine is spinning or the run does not end", r.maxSteps))
+		where := ""
+		if from != nil {
+			where = fmt.Sprintf(" (goroutine %d at %s)", from.id+1, callerOutside())
+		}
+		r.fallbackLocked(fmt.Sprintf("step bound of %d exceeded%s: the rest of the run is free", r.maxSteps, where))
 		return nil
 	}
 	ready := r.ready[:0]
@@ -1077,4 +1082,23 @@ func (hooks) Outside(f func()) {
 	r.outside.Add(1)
 	defer r.outside.Add(-1)
 	f()
+}
+
+// callerOutside names the innermost frame of the calling goroutine that is
+// not the scheduler's, its hooks' or the runtime's: where the code under
+// control stood. "unknown" if none is.
+func callerOutside() string {
+	pcs := make([]uintptr, maxSite)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		fn := f.Function
+		if !strings.Contains(fn, "/internal/sched.") && !strings.Contains(fn, "/yield.") &&
+			!strings.HasPrefix(fn, "runtime.") && !strings.HasPrefix(fn, "sync.") && fn != "" {
+			return fmt.Sprintf("%s:%d in %s", filepath.Base(f.File), f.Line, fn[strings.LastIndex(fn, "/")+1:])
+		}
+		if !more {
+			return "unknown"
+		}
+	}
 }
