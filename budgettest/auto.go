@@ -183,6 +183,25 @@ func (sub Subject[S]) watchHeap(c call, limit uint64, stop <-chan struct{}, exce
 	}
 }
 
+var (
+	notesMu    sync.Mutex
+	childNotes []string
+)
+
+// note logs a line of a check's account of itself (how much of the
+// exhaustive stage ran): in a child, sent to the parent with the outcome,
+// so that plain go test -v prints it; elsewhere, to t's log.
+func note(t *testing.T, name, line string) {
+	if !control.InChild() {
+		t.Helper()
+		t.Logf("%s: %s", name, line)
+		return
+	}
+	notesMu.Lock()
+	defer notesMu.Unlock()
+	childNotes = append(childNotes, line)
+}
+
 // sendAndExit sends f as the child's outcome and ends the child.
 func sendAndExit(f *Failure) {
 	if data, err := json.Marshal(childOutcome{Failure: f}); err == nil {
@@ -210,6 +229,9 @@ func (sub Subject[S]) runChild(t *testing.T, c call) {
 	case err != nil:
 		o.Err = err.Error()
 	}
+	notesMu.Lock()
+	o.Notes = append(o.Notes, childNotes...)
+	notesMu.Unlock()
 	if c.child != string(CheckRace) { // the Race check's child runs freely (see raceStage)
 		o.Notes = append(o.Notes, fmt.Sprintf("controlled stage: %d schedules per scenario or run (%s), %v", control.Schedules(), control.Describe(), time.Since(start).Round(time.Millisecond)))
 	}

@@ -172,6 +172,7 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 	found, err := linearizability.Search(t, linearizability.Target[S]{
 		Name: sub.name(), Model: sub.Model, New: sub.New, Scale: sub.Scale, Horizon: sub.Horizon,
 		WallClock: sub.WallClock, Scenarios: sub.Scenarios, Watchdog: sub.Watchdog, Replay: replay,
+		Log: func(line string) { note(t, sub.name(), line) },
 	})
 	if err != nil || found == nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +28,10 @@ import (
 // (a sleep in them): it is far beyond what the schedules take. A scenario
 // cut short by any of them is reported as such, never taken for a pass of
 // its bound.
+// exhaustLimits describes the exhaustive stage's limits, in the words the
+// log, the package docs and the README use.
+const exhaustLimits = "5,000 schedules a scenario, 40,000 a stage, a 2-minute guard for slow calls"
+
 const (
 	exhaustLimit  = 5_000
 	exhaustTotal  = 40_000
@@ -507,13 +510,16 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 		gb, ob := size(b.s)
 		return cmp.Or(cmp.Compare(ga, gb), cmp.Compare(oa, ob))
 	})
+	complete, notRun := 0, 0
 	for _, ns := range scenarios {
 		if total >= exhaustTotal {
+			notRun++
 			short = append(short, fmt.Sprintf("%q (not run: the stage's %d schedules were spent)", ns.name, exhaustTotal))
 			continue
 		}
 		if time.Since(start) > exhaustWithin {
-			short = append(short, fmt.Sprintf("%q (not run: the stage's %v were spent)", ns.name, exhaustWithin))
+			notRun++
+			short = append(short, fmt.Sprintf("%q (not run: the stage ran past its guard of %v)", ns.name, exhaustWithin))
 			continue
 		}
 		s := ns.s
@@ -547,16 +553,20 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 		if viol != nil {
 			return viol, failing, what + ", the last of them failing", nil, nil
 		}
-		if !rep.Complete {
+		if rep.Complete {
+			complete++
+		} else {
 			short = append(short, fmt.Sprintf("%q (cut short after %d schedules; %d runs diverged)", ns.name, rep.Schedules, rep.Diverged))
 		}
 		t.Logf("%s: %s", se.name(), what)
 	}
-	t.Logf("%s: the exhaustive stage ran %d schedules in %v", se.name(), total, time.Since(start).Round(time.Millisecond))
-	if len(short) > 0 {
-		// Not a failure: the random schedules before it ran too. But a
-		// pass then says less, and the log says so.
-		t.Logf("%s: the exhaustive stage did not run every schedule within its bound of: %s", se.name(), strings.Join(short, "; "))
+	// The one account of the stage's extent, which budgettest's parent
+	// process prints on plain go test -v. A pass with scenarios cut short
+	// is no failure (the random schedules run too), but it says less.
+	se.summary(t, "exhaustive stage: %d of %d scenarios complete, %d cut short, %d not run; %d schedules in %v (limits: %s)",
+		complete, len(scenarios), len(scenarios)-complete-notRun, notRun, total, time.Since(start).Round(time.Millisecond), exhaustLimits)
+	for _, s := range short {
+		se.summary(t, "exhaustive stage: not every schedule of %s", s)
 	}
 	return nil, Scenario{}, "", nil, nil
 }

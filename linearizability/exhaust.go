@@ -85,7 +85,11 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 	if s.Control != nil {
 		base = *s.Control
 	}
-	base.Strategy, base.Choices = sched.Serial(), true
+	// Every field access a step of its own, inside critical sections too:
+	// the sleep sets take those steps to commute with the rest, and prune
+	// the schedules they would add, while a run that shows a store
+	// outside any lock has them ordered every way (see branches).
+	base.Strategy, base.Choices, base.Fine = sched.Serial(), true, true
 	if base.SpinLimit == 0 {
 		// A budget's constructor or a call may read a hundred fields in a
 		// row; taken for a spin, it would hand the baton round for

@@ -62,13 +62,13 @@ func TestStepBoundIsNotALivelock(t *testing.T) {
 		}
 		g = append(g, ops)
 	}
-	s := Scenario{Goroutines: g, Control: &sched.Options{Seed: 1, Strategy: sched.Walk(), MaxSteps: 300}}
+	s := Scenario{Goroutines: g, Control: &sched.Options{Seed: 1, Strategy: sched.Walk(), MaxSteps: 40}}
 	h, rep, err := recordControlled(context.Background(), s, func(budget.Clock) budget.Budget { return &busyBucket{tokens: 5_000} })
 	if err != nil {
 		t.Fatalf("a run of bounded work past its step bound failed: %v", err)
 	}
 	if !rep.Exhausted || !rep.Free {
-		t.Fatalf("the run did not reach its step bound of 300 (%d steps): the test proves nothing", len(rep.Options.Schedule))
+		t.Fatalf("the run did not reach its step bound of 40 (%d steps): the test proves nothing", len(rep.Options.Schedule))
 	}
 	if len(h) != 24 {
 		t.Fatalf("the history holds %d operations, want all 24", len(h))

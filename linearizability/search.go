@@ -162,6 +162,11 @@ type Target[S any] struct {
 	// Draw, when set, draws the scenario of a seed (1, 2, ...) in place
 	// of the search's own.
 	Draw func(seed uint64) Scenario
+	// Log, when set, takes the search's summary lines (how much of the
+	// exhaustive stage ran) in place of t.Log: for a caller that reports
+	// them elsewhere, as budgettest's child process does to its parent.
+	Log func(line string)
+
 	// Record, when set, records a scenario's history in place of a run on
 	// a budget from New: for a budget in another process, such as a
 	// server's. Its runs are free ones (no schedule controls them), and a
@@ -207,6 +212,17 @@ func (se *searcher[S]) harness(t *testing.T) harness.Subject[S] {
 	}
 }
 
+// summary logs a summary line of the search: through Target.Log, or t.Log.
+func (se *searcher[S]) summary(t *testing.T, format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if se.tg.Log != nil {
+		se.tg.Log(line)
+		return
+	}
+	t.Helper()
+	t.Log(line)
+}
+
 func (se *searcher[S]) timeout() time.Duration {
 	if se.tg.Timeout > 0 {
 		return se.tg.Timeout
@@ -241,6 +257,8 @@ func Search[S any](t *testing.T, tg Target[S]) (*Finding, error) {
 	if tg.Record != nil {
 		return se.recorded(t)
 	}
+	// Whether this budget may race is learned anew (see sched.Options.Fine).
+	sched.ResetFine()
 	n := tg.Scenarios
 	if n <= 0 {
 		n = 50

@@ -18,6 +18,9 @@ import (
 func P[T any](x T) T {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
+			if r.inSection(g) && objectOf(x) == localObject {
+				return x // a field read inside a critical section
+			}
 			if r.opt.Choices {
 				g.pending = objectOf(x)
 			}
@@ -39,8 +42,15 @@ func P[T any](x T) T {
 // before and after the store. The store is progress (see Spinning).
 func W[T any](x T) T {
 	if r := active.Load(); r != nil && !r.free.Load() {
+		g := r.self()
+		if g != nil && r.inSection(g) {
+			return x // a field write inside a critical section
+		}
+		if g != nil && g.tag != 0 && g.locks == 0 {
+			unguarded.Store(true) // see Options.Fine
+		}
 		if r.opt.Choices {
-			if g := r.self(); g != nil {
+			if g != nil {
 				obj := r.local(g)
 				g.store = obj == 0 && g.tag != 0
 				r.point(obj)
@@ -117,6 +127,9 @@ func acquireLock(obj unsafe.Pointer, exclusive bool, try func() bool, block func
 // Hook.Boundary instead.
 func (hooks) Point() {
 	if r := active.Load(); r != nil && !r.free.Load() {
+		if g := r.self(); g != nil && r.inSection(g) {
+			return // a field write or a call inside a critical section
+		}
 		if r.opt.Choices {
 			if g := r.self(); g != nil {
 				r.point(r.local(g))
@@ -134,7 +147,7 @@ func (hooks) Point() {
 // outside any critical section while the tag is not zero is marked
 // (Choice.Unguarded). Elsewhere Tag does nothing.
 func (hooks) Tag(v int64) {
-	if r := active.Load(); r != nil && (r.opt.Trace || r.opt.Choices) && !r.free.Load() {
+	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
 			g.tag = v
 		}

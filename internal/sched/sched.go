@@ -109,6 +109,17 @@ type Options struct {
 	// with Hook.Tag (Report.Trace): what an explanation of the schedule
 	// needs. Each step then costs a stack walk.
 	Trace bool `json:"-"`
+	// Fine, if set, makes every read and write of a field a yield point,
+	// inside a critical section too. Unset, a goroutine that holds a mutex
+	// under control reads and writes fields without a switch: in code free
+	// of data races only that goroutine can touch what the mutex guards,
+	// so a switch there orders nothing that matters, and a budget that
+	// does much work under its lock (a recount of its slots) takes few
+	// steps. Run sets it once a goroutine under control, inside an
+	// operation (see Hook.Tag), has stored into a field while holding no
+	// mutex, until ResetFine: such code may race, and a switch inside
+	// another goroutine's critical section may matter.
+	Fine bool `json:"fine,omitempty"`
 	// Stall is how long the goroutine holding the baton may run without
 	// reaching a yield point, and how long every goroutine may stay
 	// blocked, before the run falls back to free running. Zero is 2 s.
@@ -358,6 +369,7 @@ type gor struct {
 	locking bool    // pending is a mutex g waits to Lock
 	store   bool    // the step g waits to take is an unguarded store (see Choice.Unguarded)
 	touched uintptr // an object the current step touched besides its own: a mutex it unlocked, a channel it closed
+	locks   int     // the mutexes g holds, locked exclusively under control (see Options.Fine)
 	opaque  bool    // the current step touched touched, or something unknown when touched is zero
 
 	// With Options.Trace: where g last stopped. With Options.Trace or
@@ -409,8 +421,8 @@ type run struct {
 	epoch uint64
 	// ready is pickLocked's buffer.
 	ready []*gor
-	// holders, with Options.Choices, holds the goroutine holding each
-	// mutex locked under control, by address.
+	// holders holds the goroutine holding each mutex locked under
+	// control (exclusively), by address.
 	holders map[uintptr]*gor
 }
 
@@ -437,6 +449,9 @@ func Run(opt Options, fs ...func()) Report {
 	}
 	if opt.Length <= 0 {
 		opt.Length = 1000
+	}
+	if unguarded.Load() {
+		opt.Fine = true
 	}
 	runMu.Lock()
 	r := newRun(opt, len(fs))
@@ -632,11 +647,12 @@ func (r *run) acquireObj(g *gor, obj uintptr, exclusive bool, try func() bool, b
 	r.ticks.Add(1)
 	r.mu.Lock()
 	r.blockedAt = time.Time{}
-	if r.opt.Choices && exclusive && obj != 0 {
+	if exclusive && obj != 0 {
 		if r.holders == nil {
 			r.holders = map[uintptr]*gor{}
 		}
 		r.holders[obj] = g
+		g.locks++
 	}
 	r.mu.Unlock()
 }
@@ -652,11 +668,12 @@ func (r *run) markBlocked(g *gor) {
 // unlocked records, with Options.Choices, that the mutex at obj was
 // unlocked.
 func (r *run) unlocked(obj uintptr) {
-	if r.opt.Choices {
-		r.mu.Lock()
+	r.mu.Lock()
+	if h := r.holders[obj]; h != nil {
+		h.locks--
 		delete(r.holders, obj)
-		r.mu.Unlock()
 	}
+	r.mu.Unlock()
 }
 
 // released wakes every blocked goroutine after an operation that may let
@@ -1101,4 +1118,18 @@ func callerOutside() string {
 			return "unknown"
 		}
 	}
+}
+
+// unguarded is set once a goroutine under control, inside an operation,
+// stored into a field holding no mutex (see Options.Fine).
+var unguarded atomic.Bool
+
+// ResetFine forgets that a store outside any lock was seen: the runs of a
+// new subject start without Options.Fine.
+func ResetFine() { unguarded.Store(false) }
+
+// inSection reports whether a read or write of a field by g needs no
+// yield point: g holds a mutex under control and the run is not Fine.
+func (r *run) inSection(g *gor) bool {
+	return !r.opt.Fine && g.locks > 0
 }
