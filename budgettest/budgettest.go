@@ -276,5 +276,29 @@ type Failure struct {
 func (f *Failure) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "broken rule: %s\nchecked at %s\n%s", f.Rule, f.Where, strings.TrimRight(f.Detail, "\n"))
-	return b.String()
+	return wrapLines(b.String(), maxLine)
+}
+
+// maxLine is the longest line a Failure prints.
+const maxLine = 200
+
+// wrapLines breaks every line of s longer than width at spaces, each
+// continuation indented as its line and four more: a report a person
+// reads has no line they must scroll.
+func wrapLines(s string, width int) string {
+	lines := strings.Split(s, "\n")
+	out := lines[:0:0]
+	for _, l := range lines {
+		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))] + "    "
+		for len(l) > width {
+			cut := strings.LastIndexByte(l[:width], ' ')
+			if cut <= len(indent) {
+				break // no space to break at: left as it is
+			}
+			out = append(out, l[:cut])
+			l = indent + strings.TrimLeft(l[cut:], " ")
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
 }

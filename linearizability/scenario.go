@@ -74,11 +74,28 @@ func (s Scenario) String() string {
 		if len(ops) == 0 {
 			return
 		}
-		strs := make([]string, len(ops))
-		for i, op := range ops {
-			strs[i] = op.String()
+		var strs []string
+		for i := 0; i < len(ops); {
+			j := i + 1
+			for j < len(ops) && ops[j] == ops[i] {
+				j++
+			}
+			if j-i > 2 {
+				strs = append(strs, fmt.Sprintf("%v ×%d", ops[i], j-i))
+			} else {
+				for k := i; k < j; k++ {
+					strs = append(strs, ops[k].String())
+				}
+			}
+			i = j
 		}
-		fmt.Fprintf(&b, "  %-5s %s\n", name+":", strings.Join(strs, ", "))
+		for i, l := range wrapList(strs, lineWidth) {
+			if i == 0 {
+				fmt.Fprintf(&b, "  %-5s %s\n", name+":", l)
+			} else {
+				fmt.Fprintf(&b, "  %-5s %s\n", "", l)
+			}
+		}
 	}
 	if s.Structured {
 		// A run skips the rest of a call after a denied retry, so its
@@ -406,4 +423,33 @@ func spin(n int) {
 	for i := 0; i < n; i++ {
 		spinSink.Load()
 	}
+}
+
+// lineWidth is the width the lists of a report are wrapped at, so that no
+// line a person reads runs past 200 characters.
+const lineWidth = 150
+
+// wrapList joins items with ", " into lines of at most width characters
+// (an item longer than that stands alone).
+func wrapList(items []string, width int) []string {
+	var lines []string
+	var cur strings.Builder
+	for i, it := range items {
+		sep := ""
+		if i < len(items)-1 {
+			sep = ","
+		}
+		if cur.Len() > 0 && cur.Len()+1+len(it)+len(sep) > width {
+			lines = append(lines, cur.String())
+			cur.Reset()
+		}
+		if cur.Len() > 0 {
+			cur.WriteByte(' ')
+		}
+		cur.WriteString(it + sep)
+	}
+	if cur.Len() > 0 {
+		lines = append(lines, cur.String())
+	}
+	return lines
 }
