@@ -275,6 +275,9 @@ func (sub Subject[S]) controlledStage(t *testing.T, c call, ck Check) error {
 	if mode == control.Off {
 		return uncontrolled(t, ck, "-budgettest.control=off")
 	}
+	if sub.Remote {
+		return uncontrolled(t, ck, "the subject is Remote: its calls wait on another process, which no schedule of this one orders")
+	}
 	child, err := control.Binary(sub.typePkgs)
 	var u *control.Uncontrolled
 	if errors.As(err, &u) {

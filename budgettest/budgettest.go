@@ -53,9 +53,20 @@ type Subject[S any] struct {
 	// Scenarios is how many concurrent histories Linearizable checks; zero
 	// means 50.
 	Scenarios int
-	// Watchdog bounds each piece of a check; zero means 60s. A piece still
-	// running then fails as a deadlock.
+	// Watchdog bounds each piece of a check; zero means 60 s without a
+	// call of the budget returning. A piece stuck that long fails as a
+	// deadlock.
 	Watchdog time.Duration
+	// Remote says the budget keeps its state in another process (a Redis
+	// or database server, a service) and each call waits on the network.
+	// No schedule of this process can order what the server does, and a
+	// controlled run would only wait on the network until it fell back, so
+	// the controlled stages are not run: each check whose verdict they
+	// would have controlled says so in one line (and fails under
+	// -budgettest.control=require), and the free runs, which a server's
+	// own concurrency reaches, give the verdict. Example_remote puts a
+	// Redis budget through the suite this way.
+	Remote bool
 
 	// typePkgs are the packages of the first budget's type and of the
 	// values it holds, found when the subject is prepared: the controlled

@@ -172,7 +172,7 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 	found, err := linearizability.Search(t, linearizability.Target[S]{
 		Name: sub.name(), Model: sub.Model, New: sub.New, Scale: sub.Scale, Horizon: sub.Horizon,
 		WallClock: sub.WallClock, Scenarios: sub.Scenarios, Watchdog: sub.Watchdog, Replay: replay,
-		Log: func(line string) { note(t, sub.name(), line) },
+		Log: func(line string) { note(t, sub.name(), line) }, Free: sub.Remote,
 	})
 	if err != nil || found == nil {
 		return err
@@ -290,7 +290,7 @@ func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 	// model package's. On instrumented code the stress runs are explored
 	// under control first, on fewer goroutines, so that a grant the
 	// invariants forbid shows on every run.
-	if stressrun.HasInvariant(sub.Model) && controlled() {
+	if stressrun.HasInvariant(sub.Model) && controlled() && !sub.Remote {
 		var controlledStages []func() error
 		for _, seed := range familySeeds {
 			for k := range min(control.Schedules(), controlledStressSchedules) {

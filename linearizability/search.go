@@ -105,7 +105,7 @@ func (se *searcher[S]) trial(t *testing.T, s Scenario) (res Result[S], rep sched
 // fails on every run.
 func (se *searcher[S]) explore(t *testing.T, s Scenario, seed uint64, freely bool, schedules int, free *int) (Result[S], Scenario, error) {
 	runs := []*sched.Options{s.Control}
-	if s.Control == nil && controlled() {
+	if s.Control == nil && se.controlled() {
 		// The controlled runs first: a violation they show is reported
 		// with its schedule and minimized deterministically.
 		runs = nil
@@ -169,6 +169,10 @@ type Target[S any] struct {
 	// Draw, when set, draws the scenario of a seed (1, 2, ...) in place
 	// of the search's own.
 	Draw func(seed uint64) Scenario
+	// Free, when set, makes every run a free one, in a process whose code
+	// is rewritten too: for a budget whose calls wait on another process,
+	// where a controlled run would only fall back.
+	Free bool
 	// Log, when set, takes the search's summary lines (how much of the
 	// exhaustive stage ran) in place of t.Log: for a caller that reports
 	// them elsewhere, as budgettest's child process does to its parent.
@@ -281,7 +285,7 @@ func Search[S any](t *testing.T, tg Target[S]) (*Finding, error) {
 		if replay != nil {
 			n = 1 // the replayed scenario, in place of scenario 1
 		}
-		if controlled() && replay == nil {
+		if se.controlled() && replay == nil {
 			// The exhaustive stage first: a violation it finds is small,
 			// with at most its bound of preemptions, and so is its story.
 			v, s, what, f, err := se.exhaustStage(t)
@@ -559,7 +563,7 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 	// with the schedule that makes it fail, is kept.
 	var last *sched.Options // the schedule of the last failing run, under control
 	fails := func(c Scenario) (Result[S], bool) {
-		if !controlled() {
+		if !se.controlled() {
 			r, _, err := se.trial(t, c)
 			return r, err == nil && r.Verdict == Violation
 		}
@@ -589,12 +593,12 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 	from := s.len()
 	elapsed := func() time.Duration { return time.Since(start) }
 	tries := minimizeTries
-	if controlled() {
+	if se.controlled() {
 		tries = func(int) int { return 1 }
 	}
 	var best Scenario
 	var witness Result[S]
-	if controlled() {
+	if se.controlled() {
 		// Deterministic: each focused scenario is tried once.
 		best, witness = s, res
 		for _, c := range focus(res, s) {
@@ -619,7 +623,7 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 		return to, rep.Witness, true
 	}
 	starts := []Scenario{best}
-	if controlled() && best.len() != s.len() {
+	if se.controlled() && best.len() != s.len() {
 		// Deletion stops at a scenario from which no one operation can
 		// go: from the focused scenario, whose prefix leads to one exact
 		// state, that can be larger than what the whole scenario leads
@@ -701,6 +705,9 @@ const linearizableRule = "every concurrent history has an order, consistent with
 // itself: its code is instrumented (a child of budgettest's suite, or a run
 // of cmd/budgetcheck). The policy is package internal/control's.
 func controlled() bool { return control.Controlled() }
+
+// controlled is controlled() for this search: never for a Free target.
+func (se *searcher[S]) controlled() bool { return controlled() && !se.tg.Free }
 
 // inChild reports whether this process is a child that runs only the
 // controlled stage of a check: it then skips the free runs its parent made.

@@ -60,6 +60,7 @@ local l0, o0, h0, q0, r0, a0 = last, origin, head, reqs, rets, off
 -- with it so; a call that does not move the head need not read it again.
 local tagged = last ~= nil
 local now
+local callerOff -- for a new key on the caller's clock: the reading modulo the slot width
 local server = KEYS[2] == nil and ARGV[6] == ''
 if not server then
   -- A test clock: KEYS[2] is kept in the server and read inside this
@@ -69,10 +70,29 @@ if not server then
     if not c then return redis.error_reply('CORRUPT retrybudget: the clock key ' .. KEYS[2] .. ' does not exist') end
     now = tonumber(c)
     if not now then return redis.error_reply('CORRUPT retrybudget: the clock key ' .. KEYS[2] .. ' holds ' .. c .. ', not a number of nanoseconds') end
+    origin = 0
   else
-    now = tonumber(ARGV[6])
+    -- The caller's clock, as "sec nsec mod" (see Config.now): kept in
+    -- seconds from an origin, as the server's TIME is, so that the
+    -- numbers stay below 2^53 wherever in int64 the clock reads.
+    local sec, nsec, mod = string.match(ARGV[6], '^(%-?%d+) (%d+) (%d+)$')
+    sec, nsec, mod = tonumber(sec), tonumber(nsec), tonumber(mod)
+    if origin == nil then origin = sec end
+    local rel = sec - origin
+    if last ~= nil and (rel - fdiv(last, E9)) * E9 > 2^52 then
+      -- A step too far to count in nanoseconds: everything counted has
+      -- left the window (a window is shorter than 2^52 ns), so the
+      -- counts go, the origin moves to this reading, and the offset in
+      -- the slot is the caller's, exact.
+      reqs, rets, head, tagged = 0, 0, head + size, false
+      origin, last, off, rel = sec, nsec, mod, 0
+    elseif last ~= nil and (rel - fdiv(last, E9)) * E9 < -2^52 then
+      rel, nsec = fdiv(last, E9), last - fdiv(last, E9) * E9 -- far earlier: the latest instant seen
+    elseif last == nil then
+      callerOff = mod
+    end
+    now = rel * E9 + nsec
   end
-  origin = 0
 else
   local tm = redis.call('TIME')
   local sec, usec = tonumber(tm[1]), tonumber(tm[2])
@@ -83,6 +103,7 @@ if last == nil then
   tagged = false
   head = fdiv(now, width)
   last, off, reqs, rets = now, now - head * width, 0, 0
+  if callerOff then off = callerOff end -- the slot boundaries of the caller's clock, not of its origin
 elseif off == nil then
   off = last - head * width -- a key written before offsets were kept
 end
@@ -129,7 +150,7 @@ if head > 2^50 then
   end
   tagged = false
 end
-if server and last > 2^52 then
+if KEYS[2] == nil and last > 2^52 then
   -- Move the origin up by whole seconds; the offset is unchanged.
   local shift = fdiv(last, E9)
   origin, last = origin + shift, last - shift * E9

@@ -136,10 +136,16 @@ type Config struct {
 	// MinIdleTTL (1s) are rejected.
 	IdleTTL time.Duration
 	// Clock, if set, replaces the server's TIME: for tests. It is read in
-	// the process before each call, so a step of it concurrent with a call
-	// can reach the server in either order; for concurrent tests use
-	// ClockKey. In production leave both unset, so that the whole fleet
-	// reads one clock, inside each call.
+	// the process before each call and sent with it, so a step of it
+	// concurrent with a call can reach the server in either order; an
+	// instant earlier than the latest the budget has seen counts as that
+	// one, so either order is one the call could have had. This is the
+	// clock to give a budgettest.Subject's factory (see
+	// Example_conformanceSuite). Any reading of int64 is exact: the
+	// scripts keep time in seconds from an origin. ClockKey is the
+	// alternative for processes that share a budget. In production leave
+	// both unset, so that the whole fleet reads one clock, inside each
+	// call.
 	Clock budget.Clock
 	// ClockKey, if set, names a Redis key holding the time in nanoseconds,
 	// which the scripts read inside each call: a test clock that the whole
@@ -154,6 +160,10 @@ type Config struct {
 	// than that share: a kind of retry that costs more than the share is
 	// denied. Zero fails closed.
 	FleetSize int
+
+	// seen, with Clock, is the latest reading this budget has sent: a call
+	// sends no earlier one (see now).
+	seen *atomic.Int64
 }
 
 // retries returns the option by which client resends a failed command, and
@@ -218,6 +228,12 @@ func (c *Config) check() error {
 	if _, ok := c.Client.(*redis.ClusterClient); ok && c.ClockKey != "" && hashTag(c.ClockKey) != c.Name {
 		return bad("ClockKey", c.ClockKey, "a key with the hash tag {"+c.Name+"} on a cluster, in the budget's slot")
 	}
+	if c.Clock != nil {
+		// The budget observes the clock when it is made, as a local one
+		// does: an earlier reading sent later counts as this one.
+		c.seen = new(atomic.Int64)
+		c.seen.Store(int64(c.Clock.Now()))
+	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 100 * time.Millisecond
 	}
@@ -227,11 +243,46 @@ func (c *Config) check() error {
 	return nil
 }
 
-func (c *Config) now() string {
+// now is the caller's clock reading for a script, "" for the server's:
+// "sec nsec mod", the reading's whole seconds and nanoseconds (floored, so
+// nsec is in [0, 1e9)) and, for a slot width, the reading modulo width
+// (floored; 0 without one). A script keeps instants in seconds from an
+// origin, as it does the server's TIME, so that every number it handles
+// stays below 2^53, which Lua's doubles hold exactly, wherever in int64
+// the clock reads; mod places the slot boundaries across a step too far
+// for that.
+func (c *Config) now(width int64) string {
 	if c.Clock == nil {
 		return ""
 	}
-	return strconv.FormatInt(int64(c.Clock.Now()), 10)
+	n := int64(c.Clock.Now())
+	if c.seen != nil {
+		// No reading earlier than one this budget saw: the key, made by
+		// the first call, then begins at the budget's construction, and
+		// a clock that went back counts as the latest instant seen, as
+		// the scripts count it.
+		for {
+			s := c.seen.Load()
+			if n <= s {
+				n = s
+				break
+			}
+			if c.seen.CompareAndSwap(s, n) {
+				break
+			}
+		}
+	}
+	sec, nsec := n/1e9, n%1e9
+	if nsec < 0 {
+		sec, nsec = sec-1, nsec+1e9
+	}
+	var mod int64
+	if width > 0 {
+		if mod = n % width; mod < 0 {
+			mod += width
+		}
+	}
+	return strconv.FormatInt(sec, 10) + " " + strconv.FormatInt(nsec, 10) + " " + strconv.FormatInt(mod, 10)
 }
 
 // clockMode names where the budget's time comes from, for the
@@ -459,7 +510,7 @@ func (t *TokenBucket) SuccessContext(ctx context.Context, k budget.Kind) error {
 func (t *TokenBucket) run(ctx context.Context, op string, amount int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.CallTimeout)
 	defer cancel()
-	granted, err := tokenBucketScript.Run(ctx, t.cfg.Client, t.keys, op, amount, t.capacity, t.refill, t.cfg.now(), t.cfg.IdleTTL.Milliseconds(), t.fingerprint).Int64()
+	granted, err := tokenBucketScript.Run(ctx, t.cfg.Client, t.keys, op, amount, t.capacity, t.refill, t.cfg.now(0), t.cfg.IdleTTL.Milliseconds(), t.fingerprint).Int64()
 	if err != nil {
 		return 0, t.errs.fail(op, t.key, err)
 	}
@@ -593,7 +644,7 @@ func (r *Ratio) SuccessContext(context.Context, budget.Kind) error { return nil 
 func (r *Ratio) run(ctx context.Context, op string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
-	v, err := ratioScript.Run(ctx, r.cfg.Client, r.keys, op, r.width, r.slots, r.ppm, r.floor, r.cfg.now(), r.cfg.IdleTTL.Milliseconds(), r.fingerprint).Int64()
+	v, err := ratioScript.Run(ctx, r.cfg.Client, r.keys, op, r.width, r.slots, r.ppm, r.floor, r.cfg.now(r.width), r.cfg.IdleTTL.Milliseconds(), r.fingerprint).Int64()
 	if err != nil {
 		return 0, r.errs.fail(op, r.key, err)
 	}

@@ -50,7 +50,42 @@ if KEYS[2] then
   now, origin = tonumber(c), 0
   if not now then return redis.error_reply('CORRUPT retrybudget: the clock key ' .. KEYS[2] .. ' holds ' .. c .. ', not a number of nanoseconds') end
 elseif ARGV[5] ~= '' then
-  now, origin = tonumber(ARGV[5]), 0
+  -- The caller's clock, as "sec nsec mod" (see Config.now): kept in
+  -- seconds from an origin, as the server's TIME is, so that the numbers
+  -- stay below 2^53 wherever in int64 the clock reads.
+  local sec, nsec = string.match(ARGV[5], '^(%-?%d+) (%d+) %d+$')
+  sec, nsec = tonumber(sec), tonumber(nsec)
+  if origin == nil then origin = sec end
+  local rel = sec - origin
+  if seen ~= nil then
+    local ss = math.floor(seen / E9)
+    local ds = rel - ss
+    if ds * E9 > 2^52 then
+      -- A step too far to count in nanoseconds: the refill in whole
+      -- seconds and the rest, exactly, and the origin moves to this
+      -- reading.
+      if rate > 0 and tokens < cap then
+        local acc = frac + (nsec - (seen - ss * E9)) * rate -- may be negative
+        local whole = math.floor(acc / E9)
+        while whole * E9 > acc do whole = whole - 1 end
+        while (whole + 1) * E9 <= acc do whole = whole + 1 end
+        whole = whole + ds * rate
+        if whole >= cap - tokens then
+          tokens, frac = cap, 0
+        else
+          tokens, frac = tokens + whole, acc - math.floor(acc / E9) * E9
+          while frac < 0 do frac = frac + E9 end
+          while frac >= E9 do frac = frac - E9 end
+        end
+      elseif rate > 0 then
+        tokens, frac = cap, 0
+      end
+      origin, seen, rel, nsec = sec, nsec, 0, nsec
+    elseif ds * E9 < -2^52 then
+      rel, nsec = ss, seen - ss * E9 -- far earlier: the latest instant seen
+    end
+  end
+  now = rel * E9 + nsec
 else
   local tm = redis.call('TIME')
   local sec, usec = tonumber(tm[1]), tonumber(tm[2])
@@ -93,7 +128,7 @@ elseif op == 'credit' then
   tokens = tokens + amount
   if tokens >= cap then tokens, frac = cap, 0 end
 end
-if KEYS[2] == nil and ARGV[5] == '' and seen > 2^52 then
+if KEYS[2] == nil and seen > 2^52 then
   -- Move the origin up before the instants outgrow a double.
   local shift = math.floor(seen / E9)
   origin, seen = origin + shift, seen - shift * E9

@@ -1,0 +1,60 @@
+package redisbudget_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/model"
+	"github.com/retrybudget/retrybudget/redisbudget"
+)
+
+// Both Redis budgets pass the whole conformance suite as a team would run
+// it (Example_conformanceSuite): a fresh key for every budget the suite
+// builds, the suite's clock as Config.Clock, and Remote set, since the
+// state is in the server. The models are the ones the budgets claim, with
+// the parameters they are built with.
+func TestBudgetsPassTheSuite(t *testing.T) {
+	srv := startServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	var keys atomic.Int64
+	cfg := func(clock budget.Clock) redisbudget.Config {
+		return redisbudget.Config{Client: rdb, Name: fmt.Sprintf("suite-%d", keys.Add(1)), Clock: clock, CallTimeout: 5 * time.Second}
+	}
+	t.Run("Ratio", func(t *testing.T) {
+		t.Parallel()
+		budgettest.Run(t, budgettest.Subject[model.RatioState]{
+			Name: "redisbudget.Ratio", Model: model.SRE(), Remote: true,
+			New: func(t *testing.T, clock budget.Clock) budget.Budget {
+				b, err := redisbudget.NewRatio(cfg(clock), budget.DefaultRatioConfig())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			},
+		})
+	})
+	t.Run("TokenBucket", func(t *testing.T) {
+		t.Parallel()
+		// A small bucket with a refill, so that the clock's steps matter.
+		c := budget.TokenBucketConfig{Capacity: 50, TransientCost: 14, ThrottledCost: 5, SuccessBonus: 1, RefillPerSecond: 2}
+		budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
+			Name:   "redisbudget.TokenBucket",
+			Model:  model.TokenBucket{Capacity: 50_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000, RefillPerSecond: 2_000},
+			Remote: true,
+			New: func(t *testing.T, clock budget.Clock) budget.Budget {
+				b, err := redisbudget.NewTokenBucket(cfg(clock), c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			},
+		})
+	})
+}
