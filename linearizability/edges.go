@@ -512,6 +512,10 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 	})
 	complete, notRun := 0, 0
 	for _, ns := range scenarios {
+		if se.blocked != "" {
+			notRun++ // said once, below
+			continue
+		}
 		if total >= exhaustTotal {
 			notRun++
 			short = append(short, fmt.Sprintf("%q (not run: the stage's %d schedules were spent)", ns.name, exhaustTotal))
@@ -528,9 +532,12 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 		var failing Scenario
 		var inconclusive *Finding
 		rep, err := exhaust(context.Background(), s, se.harness(t).New, 0, min(exhaustLimit, exhaustTotal-total), func(h History, r sched.Report) bool {
+			se.fellBack(r)
 			res := Check(se.tg.Model, h, se.timeout())
 			if res.Verdict == Linearizable {
-				return false
+				// Once a run fell back, every run would wait out its
+				// stall the same way: the stage stops.
+				return se.blocked != ""
 			}
 			if res.Verdict == Inconclusive {
 				inconclusive = &Finding{Verdict: Inconclusive, Detail: fmt.Sprintf("%s: the exhaustive stage, %s: %s", se.name(), ns.name, res.Explain())}
@@ -567,6 +574,9 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 		complete, len(scenarios), len(scenarios)-complete-notRun, notRun, total, time.Since(start).Round(time.Millisecond), exhaustLimits)
 	for _, s := range short {
 		se.summary(t, "exhaustive stage: not every schedule of %s", s)
+	}
+	if se.blocked != "" {
+		se.summary(t, "exhaustive stage: stopped at its first run that fell back to free running (%s)", firstLine(se.blocked))
 	}
 	return nil, Scenario{}, "", nil, nil
 }

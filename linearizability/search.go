@@ -126,6 +126,7 @@ func (se *searcher[S]) explore(t *testing.T, s Scenario, seed uint64, freely boo
 		}
 		if rep.Free {
 			*free++
+			se.fellBack(rep)
 		}
 		res = r
 		if r.Verdict != Linearizable {
@@ -201,6 +202,20 @@ type Finding struct {
 // searcher is one search of a Target.
 type searcher[S any] struct {
 	tg Target[S]
+	// blocked, once a controlled run has fallen back because its
+	// goroutines stayed blocked outside instrumented code (a network
+	// call, a pipe, a lock of code not rewritten), is why: the rest of the
+	// search runs freely, as for a Free target, since every controlled run
+	// would wait out its stall and fall back the same way.
+	blocked string
+}
+
+// fellBack notes a controlled run that fell back to free running for a
+// reason other than its step bound.
+func (se *searcher[S]) fellBack(rep sched.Report) {
+	if rep.Free && !rep.Exhausted && rep.Reason != "" && se.blocked == "" {
+		se.blocked = rep.Reason
+	}
 }
 
 func (se *searcher[S]) name() string {
@@ -320,6 +335,9 @@ func Search[S any](t *testing.T, tg Target[S]) (*Finding, error) {
 	})
 	if free > 0 {
 		t.Logf("%s: %d controlled runs of the Linearizable check fell back to free running (a goroutine blocked outside instrumented code)", se.name(), free)
+	}
+	if se.blocked != "" && !se.tg.Free {
+		se.summary(t, "a controlled run fell back to free running, so the rest of the search ran freely: %s", se.blocked)
 	}
 	if err != nil || viol == nil {
 		return found, err
@@ -707,7 +725,7 @@ const linearizableRule = "every concurrent history has an order, consistent with
 func controlled() bool { return control.Controlled() }
 
 // controlled is controlled() for this search: never for a Free target.
-func (se *searcher[S]) controlled() bool { return controlled() && !se.tg.Free }
+func (se *searcher[S]) controlled() bool { return controlled() && !se.tg.Free && se.blocked == "" }
 
 // inChild reports whether this process is a child that runs only the
 // controlled stage of a check: it then skips the free runs its parent made.

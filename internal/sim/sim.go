@@ -36,7 +36,13 @@ type Config struct {
 	// NewBudget builds one client's budget on clock, which reads the
 	// simulation's virtual time. Nil means no budget.
 	NewBudget func(clock budget.Clock) budget.Budget `json:"-"`
-	Seed      uint64
+	// Outside, if set, builds the budgets before the bubble, and closes
+	// them after it: for budgets whose goroutines wait on the network (a
+	// server's accept loop), which would keep the bubble's clock from ever
+	// moving. Their clock reads the simulation's virtual time from its
+	// start, and zero before.
+	Outside bool `json:"-"`
+	Seed    uint64
 }
 
 func (c Config) withDefaults() Config {
@@ -102,9 +108,39 @@ func Run(t *testing.T, c Config) (Result, error) {
 	c = c.withDefaults()
 	var res Result
 	var err error
+	var prebuilt []budget.Budget
+	var closers []func()
+	var clock *startClock
+	if c.Outside && c.NewBudget != nil {
+		clock = new(startClock)
+		factory := harness.Subject[struct{}]{New: c.NewBudget}
+		for range c.Clients {
+			var b budget.Budget
+			var closeBudget func()
+			if p := harness.Catch("the outage simulation's factory", func() { b, closeBudget = factory.Open(clock) }); p != nil {
+				for _, f := range closers {
+					f()
+				}
+				return res, p
+			}
+			prebuilt, closers = append(prebuilt, b), append(closers, closeBudget)
+		}
+	}
 	if p := harness.Catch("the outage simulation", func() {
 		synctest.Test(t, func(t *testing.T) {
-			if p := harness.Catch("the outage simulation", func() { res, err = run(c) }); p != nil {
+			if clock != nil {
+				clock.start.Store(time.Now().UnixNano())
+			}
+			if p := harness.Catch("the outage simulation", func() {
+				// Closed inside the bubble, where their calls were made:
+				// a WaitGroup a call used belongs to the bubble now.
+				defer func() {
+					for _, f := range closers {
+						f()
+					}
+				}()
+				res, err = run(c, prebuilt)
+			}); p != nil {
 				err = p
 			}
 		})
@@ -114,12 +150,25 @@ func Run(t *testing.T, c Config) (Result, error) {
 	return res, err
 }
 
+// startClock is the clock of budgets built outside the bubble: the
+// virtual time since the simulation's start, read inside the bubble, and
+// zero before it starts.
+type startClock struct{ start atomic.Int64 }
+
+func (c *startClock) Now() time.Duration {
+	s := c.start.Load()
+	if s == 0 {
+		return 0
+	}
+	return time.Duration(time.Now().UnixNano() - s)
+}
+
 type request struct {
 	id     int64
 	client int
 }
 
-func run(c Config) (Result, error) {
+func run(c Config, prebuilt []budget.Budget) (Result, error) {
 	start := time.Now()
 	total := c.Healthy + c.Outage + c.Recovery
 	res := Result{Config: c, Seconds: make([]Second, int(total/time.Second)+int(c.MaxDelay/time.Second)*c.Attempts+2)}
@@ -133,8 +182,14 @@ func run(c Config) (Result, error) {
 	factory := harness.Subject[struct{}]{New: c.NewBudget}
 	for i := range budgets {
 		if c.NewBudget != nil {
-			b, closeBudget := factory.Open(budget.NewMonotonicClock())
-			defer closeBudget()
+			var b budget.Budget
+			if prebuilt != nil {
+				b = prebuilt[i]
+			} else {
+				var closeBudget func()
+				b, closeBudget = factory.Open(budget.NewMonotonicClock())
+				defer closeBudget()
+			}
 			cb := &counting{inner: harness.Guarded(b), mu: &mu, at: at}
 			budgets[i] = cb
 			if _, ok := cb.inner.(budget.InFlightBudget); ok {

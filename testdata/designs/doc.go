@@ -33,7 +33,42 @@
 //   - InvertedRWInFlight (Envoy's in-flight rule): the counters are atomics
 //     changed under a sync.RWMutex's read lock, and a retry decides under
 //     its write lock, where the counts cannot move.
+//   - ChecksumRatio (sliding-window ratio with a floor and a reserve): a
+//     150-slot ring under one mutex, every call recomputing a checksum of
+//     the whole ring (and panicking on a mismatch) and recounting every
+//     slot: bounded, slow-ish work under the lock.
+//   - SemaphoreThrottle (gRPC throttle): the token count is guarded by a
+//     golang.org/x/sync/semaphore.Weighted of size one, another module's
+//     primitive used as a mutex.
+//   - LockboxInFlight (Envoy's in-flight rule): the counts live in a
+//     lockbox.Pair of the nested module example.com/lockbox (./lockbox),
+//     whose methods hold that module's own mutex.
+//   - WallClockBucket (token bucket with refill): reads time.Now itself,
+//     as the monotonic time since its construction; a wall-clock subject.
+//   - NetworkedThrottle (gRPC throttle): the count lives in a TCP server on
+//     a free loopback port, each call one request and response over a
+//     pooled connection; Close stops the server and hands the count to the
+//     calls made afterwards.
+//   - PipeRatio (sliding-window ratio with a reserve, no floor): the ring
+//     belongs to a goroutine at the far end of a net.Pipe, reached one
+//     exchange at a time under a mutex; Close stops it.
+//   - RWBucket (token bucket without refill): a sync.RWMutex whose read
+//     lock serves the fast denial of a short balance, and whose write lock
+//     rechecks before it withdraws.
+//   - PackedInFlight (failsafe-go's in-flight rule): both counts packed in
+//     one atomic.Uint64, changed only by compare-and-swap loops.
+//   - LazyRatio (sliding-window ratio with a floor): the ring is built on
+//     first use by sync.Once, on the clock reading of the construction,
+//     and guarded by a mutex after.
+//   - HandoffBucket (token bucket with refill, no refund): every call
+//     spawns a goroutine that does the work under a mutex and hands the
+//     answer back on a channel the caller waits on.
+//   - EpochRatio (sliding-window ratio with a floor and a reserve): the
+//     window rotates on read under a sync.RWMutex's write lock; a request
+//     in the current slot, checked against an atomic head slot, counts
+//     itself with an atomic add under the read lock.
 //
 // common.go holds the configurations (in the model package's milli-units)
-// and the sequential arithmetic the budgets share.
+// and the sequential arithmetic the budgets share; ring.go the sequential
+// ring of slots some of the ratio budgets share.
 package designs

@@ -1,0 +1,3 @@
+module example.com/lockbox
+
+go 1.26.0
