@@ -249,7 +249,7 @@ var uncontrolledOnce sync.Once
 // uncontrolled says, in one line, that the verdict of check ck was not
 // controlled and why; under -budgettest.control=require it is a failure.
 func uncontrolled(t *testing.T, ck Check, why string) error {
-	line := fmt.Sprintf("budgettest: %s: uncontrolled verdict (free runs only): %s", ck, why)
+	line := fmt.Sprintf("budgettest: %s: uncontrolled verdict (free runs only): %s", ck, oneLine(why))
 	if m, _ := control.CurrentMode(); m == control.Require {
 		return fail(ruleControl, "%s; -budgettest.control=require asks for a controlled verdict", line)
 	}
@@ -393,4 +393,26 @@ func typePackages(b any) []string {
 		first, _, _ := strings.Cut(p, "/")
 		return !strings.Contains(first, ".") // the standard library
 	})
+}
+
+// oneLine makes a reason that spans lines (a build's output) one line: its
+// first line, the first line of the compiler's or tool's own words after
+// it, and how many more there were.
+func oneLine(why string) string {
+	lines := strings.Split(strings.TrimSpace(why), "\n")
+	if len(lines) == 1 {
+		return why
+	}
+	out, rest := lines[0], lines[1:]
+	for i, l := range rest {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out += ": " + l
+			rest = rest[i+1:]
+			break
+		}
+	}
+	if n := len(rest); n > 0 {
+		out += fmt.Sprintf(" (and %d more lines)", n)
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/semver"
 	"golang.org/x/tools/go/packages"
 )
 
@@ -61,6 +62,9 @@ func copyModules(dir, work string, files []source) (map[string]*copied, error) {
 			if err := os.WriteFile(filepath.Join(c.to, "go.mod"), []byte("module "+m.Path+"\n"), 0o644); err != nil {
 				return nil, fmt.Errorf("instrument: %w", err)
 			}
+		}
+		if err := raiseGoVersion(filepath.Join(c.to, "go.mod")); err != nil {
+			return nil, err
 		}
 		c.path, c.version = m.Path, m.Version
 		mods[modKey(m)] = c
@@ -185,4 +189,36 @@ func goEnv(dir, name string) (string, error) {
 		return "", fmt.Errorf("instrument: go env %s: %v: %s", name, err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// rewriteGo is the language version a copied module is raised to when its
+// go.mod says less (or nothing, which means go1.16): the rewritten code
+// calls generic hooks, which need go1.18. It stays below go1.22, so that
+// a loop variable keeps the meaning it had (one per loop, not one per
+// iteration) and the copy behaves as the original.
+const rewriteGo = "1.21"
+
+// raiseGoVersion raises the go directive of the go.mod at path to
+// rewriteGo when it is below go1.18 or missing; a module that already
+// declares go1.18 or later is left as it is.
+func raiseGoVersion(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("instrument: %w", err)
+	}
+	f, err := modfile.Parse(path, data, nil)
+	if err != nil {
+		return fmt.Errorf("instrument: %w", err)
+	}
+	if f.Go != nil && semver.Compare("v"+f.Go.Version, "v1.18") >= 0 {
+		return nil
+	}
+	if err := f.AddGoStmt(rewriteGo); err != nil {
+		return fmt.Errorf("instrument: %w", err)
+	}
+	out, err := f.Format()
+	if err != nil {
+		return fmt.Errorf("instrument: %w", err)
+	}
+	return os.WriteFile(path, out, 0o644)
 }
