@@ -1,0 +1,5 @@
+//go:build !race
+
+package lostupdates
+
+const raceEnabled = false
