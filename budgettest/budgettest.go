@@ -115,7 +115,7 @@ func Run[S any](t *testing.T, sub Subject[S]) {
 		return
 	}
 	if f != nil {
-		t.Error(f)
+		t.Error(wrapLines(f.Error(), maxLine))
 		return
 	}
 	for _, ck := range Checks() {
@@ -126,7 +126,7 @@ func Run[S any](t *testing.T, sub Subject[S]) {
 			case errors.As(err, &s):
 				t.Skip(string(s))
 			case err != nil:
-				t.Error(err)
+				t.Error(wrapLines(err.Error(), maxLine))
 			}
 		})
 	}
@@ -287,15 +287,16 @@ type Failure struct {
 func (f *Failure) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "broken rule: %s\nchecked at %s\n%s", f.Rule, f.Where, strings.TrimRight(f.Detail, "\n"))
-	return wrapLines(b.String(), maxLine)
+	return b.String()
 }
 
 // maxLine is the longest line a Failure prints.
 const maxLine = 200
 
 // wrapLines breaks every line of s longer than width at spaces, each
-// continuation indented as its line and four more: a report a person
-// reads has no line they must scroll.
+// continuation indented as its line and four more: a report Run prints has
+// no line a person must scroll. (A Failure's own text is left whole, for
+// the code that reads it.)
 func wrapLines(s string, width int) string {
 	lines := strings.Split(s, "\n")
 	out := lines[:0:0]

@@ -5,12 +5,12 @@ import (
 	"testing"
 )
 
-// A Failure's lines are at most maxLine characters: long ones are broken
-// at spaces, with nothing lost.
+// What Run prints of a Failure has lines of at most maxLine characters:
+// long ones are broken at spaces, with nothing lost.
 func TestFailureLinesAreShort(t *testing.T) {
 	long := strings.Repeat("retry(transient), ", 40)
 	f := &Failure{Rule: strings.Repeat("a rule ", 40), Where: "here", Detail: "  g1: " + long + "\nshort"}
-	msg := f.Error()
+	msg := wrapLines(f.Error(), maxLine)
 	for _, l := range strings.Split(msg, "\n") {
 		if len(l) > maxLine {
 			t.Errorf("a line of %d characters: %q", len(l), l)

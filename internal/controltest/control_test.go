@@ -35,7 +35,7 @@ func setFlag(t *testing.T, name, value string) {
 }
 
 var (
-	replayRE   = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
+	replayRE   = regexp.MustCompile(`-budgettest\.replay=(?:'([^']*)'|(\S+))`)
 	switchesRE = regexp.MustCompile(`\((\d+) preemptions?(?:, shrunk from (\d+))?\)`)
 )
 
@@ -74,9 +74,18 @@ func catchAndReplay(t *testing.T, ct budgettest.Subject[model.TokenBucketState],
 		if m == nil {
 			t.Fatalf("seed base %d: no replay command in:\n%v", base+1, f)
 		}
+		// The scenario itself, or the file saved with it when it is long.
 		var s linearizability.Scenario
-		if err := json.Unmarshal([]byte(m[1]), &s); err != nil {
-			t.Fatalf("seed base %d: the replay does not parse: %v", base+1, err)
+		if m[1] != "" {
+			if err := json.Unmarshal([]byte(m[1]), &s); err != nil {
+				t.Fatalf("seed base %d: the replay does not parse: %v", base+1, err)
+			}
+		} else {
+			fx, err := linearizability.LoadFixture(m[2])
+			if err != nil || fx.Scenario == nil {
+				t.Fatalf("seed base %d: the replay file %s does not load: %v", base+1, m[2], err)
+			}
+			s = *fx.Scenario
 		}
 		if operations(s) > maxOps || s.Control == nil || len(s.Control.Schedule) == 0 {
 			t.Errorf("seed base %d: minimized to %d operations (want at most %d):\n%v", base+1, operations(s), maxOps, f)
@@ -86,7 +95,7 @@ func catchAndReplay(t *testing.T, ct budgettest.Subject[model.TokenBucketState],
 		} else {
 			t.Logf("seed base %d: %d operations, %s preemptions (shrunk from %q)", base+1, operations(s), sw[1], sw[2])
 		}
-		replay = m[1]
+		replay = m[1] + m[2]
 	}
 	setFlag(t, "budgettest.replay", replay)
 	for i := range reps {

@@ -122,6 +122,9 @@ type Balancer interface {
 // c.Timeout returns a Stuck Fault with every goroutine's stack, and its
 // goroutines are left behind, since nothing can stop them.
 func Stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
+	if c.Control != nil {
+		sched.ResetFine() // whether the budget may race is learned anew (see sched.Options.Fine)
+	}
 	prev := runtime.GOMAXPROCS(0)
 	if prev < 8 {
 		runtime.GOMAXPROCS(8)
