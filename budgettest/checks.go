@@ -210,11 +210,28 @@ func checkRace[S any](t *testing.T, sub Subject[S]) error {
 	// time, and, with the cores busy, sometimes none.
 	c := sub.stressConfig(0)
 	c.Unstamped = true
-	run, err := stressrun.Stress(c, sub.harness(t))
+	run, err := sub.stress(t, c)
 	if err == nil {
 		sub.logCutShort(t, "the race run", run)
 	}
 	return err
+}
+
+// stress makes one stress run, in a testing/synctest bubble for a
+// wall-clock subject: outside one its budget reads the real clock, which
+// moves while the model's does not, and a correct bucket's refill looks
+// like an over-grant.
+func (sub Subject[S]) stress(t *testing.T, c stressrun.Config) (*stressrun.Run, error) {
+	if !sub.WallClock {
+		return stressrun.Stress(c, sub.harness(t))
+	}
+	var run *stressrun.Run
+	err := sub.harness(t).InBubble(t, "a stress run", func(t *testing.T) error {
+		var err error
+		run, err = stressrun.Stress(c, sub.harness(t))
+		return err
+	})
+	return run, err
 }
 
 // logCutShort logs that a free stress run stopped starting calls at its
@@ -299,7 +316,7 @@ func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 					c.Goroutines, c.Ops = controlledStressGoroutines, controlledStressOps
 					o := control.Options(seed, k, 3*c.Goroutines*c.Ops)
 					c.Control = &o
-					run, err := stressrun.Stress(c, sub.harness(t))
+					run, err := sub.stress(t, c)
 					if err != nil {
 						return err
 					}
@@ -329,7 +346,7 @@ func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 		}
 		for _, seed := range seeds {
 			stages = append(stages, func() error {
-				run, err := stressrun.Stress(sub.stressConfig(seed), sub.harness(t))
+				run, err := sub.stress(t, sub.stressConfig(seed))
 				if err != nil {
 					return err
 				}

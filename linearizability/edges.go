@@ -531,6 +531,14 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 		var viol *Result[S]
 		var failing Scenario
 		var inconclusive *Finding
+		var bubble func(func() error) error
+		if se.tg.WallClock {
+			// Each run in a bubble of its own, as every other run of a
+			// wall-clock budget: outside one it reads the real clock.
+			bubble = func(f func() error) error {
+				return se.harness(t).InBubble(t, "an exhaustive run", func(*testing.T) error { return f() })
+			}
+		}
 		rep, err := exhaust(context.Background(), s, se.harness(t).New, 0, min(exhaustLimit, exhaustTotal-total), func(h History, r sched.Report) bool {
 			se.fellBack(r)
 			res := Check(se.tg.Model, h, se.timeout())
@@ -548,7 +556,7 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 			failing.Control = &o
 			viol = &res
 			return true
-		})
+		}, bubble)
 		total += rep.Schedules
 		if err != nil || inconclusive != nil {
 			return nil, s, "", inconclusive, err

@@ -75,8 +75,11 @@ type exhaustReport struct {
 // say); its Schedule and Strategy are replaced. A run that falls back to
 // free running, or reaches its step bound, is visited and not branched
 // from; the report is then not Complete.
+//
+// inBubble, when not nil, runs each recorded run: in the testing/synctest
+// bubble of a wall-clock subject, whose budget reads time.Now.
 func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget, bound, limit int,
-	visit func(History, sched.Report) (stop bool)) (exhaustReport, error) {
+	visit func(History, sched.Report) (stop bool), inBubble ...func(func() error) error) (exhaustReport, error) {
 	if bound <= 0 {
 		bound = preemptionBound
 	}
@@ -137,7 +140,18 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 		o.Schedule = b.prefix()
 		c := s
 		c.Control = &o
-		h, r, err := recordControlled(ctx, c, newBudget)
+		var h History
+		var r sched.Report
+		var err error
+		if len(inBubble) > 0 && inBubble[0] != nil {
+			err = inBubble[0](func() error {
+				var rerr error
+				h, r, rerr = recordControlled(ctx, c, newBudget)
+				return rerr
+			})
+		} else {
+			h, r, err = recordControlled(ctx, c, newBudget)
+		}
 		rep.Schedules++
 		if err != nil {
 			rep.Complete = false
