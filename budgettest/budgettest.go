@@ -290,8 +290,10 @@ func (f *Failure) Error() string {
 	return b.String()
 }
 
-// maxLine is the longest line a Failure prints.
-const maxLine = 200
+// maxLine is the longest line Run prints of a Failure, before the
+// indentation go test adds (four spaces a level of subtests, and its
+// file:line), so that what a person reads stays within 200 characters.
+const maxLine = 176
 
 // wrapLines breaks every line of s longer than width at spaces, each
 // continuation indented as its line and four more: a report Run prints has

@@ -30,7 +30,7 @@ import (
 // its bound.
 // exhaustLimits describes the exhaustive stage's limits, in the words the
 // log, the package docs and the README use.
-const exhaustLimits = "5,000 schedules a scenario, 40,000 a stage, a 2-minute guard for slow calls"
+const exhaustLimits = "5,000 a scenario, 40,000 a stage, 2 min guard"
 
 const (
 	exhaustLimit  = 5_000
