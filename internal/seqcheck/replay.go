@@ -47,7 +47,7 @@ func Replay[S any](sub Subject[S], init S, start time.Duration, ops []model.Op) 
 		for i := from; i <= upto && i < len(answers); i++ {
 			lines = append(lines, model.Describe(ops[i], answers[i]))
 		}
-		return strings.Join(lines, "\n  ")
+		return strings.Join(Fold(lines), "\n  ")
 	}
 	for i, op := range ops {
 		before := state

@@ -7,6 +7,7 @@
 package seqcheck
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -54,7 +55,7 @@ func Check[S any](t *rapid.T, sub Subject[S], stats *Stats) {
 	balance := sub.Balance(b)
 	var history []string
 	fail := func(t *rapid.T, format string, args ...any) {
-		t.Fatalf(format+"\nhistory:\n  %s", append(args, strings.Join(history, "\n  "))...)
+		t.Fatalf(format+"\nhistory:\n  %s", append(args, strings.Join(Fold(history), "\n  "))...)
 	}
 	apply := func(t *rapid.T, op model.Op) (got bool) {
 		if err := harness.Catch("the sequential check", func() { got = apply(sub, b, clock, op) }); err != nil {
@@ -196,4 +197,24 @@ func verdict(granted bool) string {
 		return "granted"
 	}
 	return "denied"
+}
+
+// Fold folds each run of three or more equal lines of a history into one,
+// "advance(1s) ×65", so that a shrunk history a person reads shows what
+// changes, not how often.
+func Fold(lines []string) []string {
+	var out []string
+	for i := 0; i < len(lines); {
+		j := i + 1
+		for j < len(lines) && lines[j] == lines[i] {
+			j++
+		}
+		if j-i > 2 {
+			out = append(out, fmt.Sprintf("%s ×%d", lines[i], j-i))
+		} else {
+			out = append(out, lines[i:j]...)
+		}
+		i = j
+	}
+	return out
 }
