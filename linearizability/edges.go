@@ -584,7 +584,7 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 		se.summary(t, "exhaustive stage: not every schedule of %s", s)
 	}
 	if se.blocked != "" {
-		se.summary(t, "exhaustive stage: stopped at its first run that fell back to free running (%s)", firstLine(se.blocked))
+		se.summary(t, "exhaustive stage: stopped after three runs fell back to free running (%s)", firstLine(se.blocked))
 	}
 	return nil, Scenario{}, "", nil, nil
 }
