@@ -232,7 +232,7 @@ func (sub Subject[S]) runChild(t *testing.T, c call) {
 	notesMu.Lock()
 	o.Notes = append(o.Notes, childNotes...)
 	notesMu.Unlock()
-	if c.child != string(CheckRace) { // the Race check's child runs freely (see raceStage)
+	if yield.Instrumented() { // a child under -race runs freely (see freeChild)
 		o.Notes = append(o.Notes, fmt.Sprintf("controlled stage: %d schedules per scenario or run (%s), %v", control.Schedules(), control.Describe(), time.Since(start).Round(time.Millisecond)))
 	}
 	data, jerr := json.Marshal(o)

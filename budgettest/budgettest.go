@@ -137,8 +137,11 @@ func Run[S any](t *testing.T, sub Subject[S]) {
 // joined, each prefixed with its check's name, or nil. Under -race the
 // Race check runs in a child process of the test binary, so a data race
 // there is a Failure Verify returns, like any other, with the detector's
-// reports counted and the first one shown; a race the budget makes in
-// another check still fails the running test when it ends.
+// reports counted, each pair of sites once, and the first one shown. The
+// checks that call the budget from many goroutines run in a child too,
+// until the Race check has found the budget free of races; a race the
+// budget makes in a check run here after that still fails the running
+// test when it ends.
 func Verify[S any](t *testing.T, sub Subject[S]) error {
 	t.Helper()
 	return sub.verify(t, Checks())
@@ -242,16 +245,26 @@ func (sub Subject[S]) prepare(t *testing.T) (Subject[S], *Failure) {
 // sees data races under -race and what control does not reach. The
 // controlled stage comes first so that a budget it fails gets the same
 // failure, with its schedule to replay, on every run. Under the race
-// detector the Race check runs in a child process (see raceStage), whose
-// reports come back as one Failure.
+// detector the Race check, and the checks that call the budget from many
+// goroutines until the Race check has found it free of races, run in a
+// child process (see freeChild), whose reports come back summarized in
+// the check's Failure: no raw report is printed before the verdict.
 func (sub Subject[S]) stages(t *testing.T, c call, ck Check) error {
 	if err := sub.controlledStage(t, c, ck); err != nil {
 		return err
 	}
-	if ck == CheckRace && raceEnabled && !yield.Instrumented() {
-		return sub.raceStage(t, c)
+	if raceEnabled && !yield.Instrumented() {
+		if _, clean := raceClean.Load(c.id); ck == CheckRace || (callsConcurrently(ck) && !clean) {
+			return sub.freeChild(t, c, ck)
+		}
 	}
 	return sub.run(t, ck)
+}
+
+// callsConcurrently reports whether check ck calls the budget from more
+// than one goroutine.
+func callsConcurrently(ck Check) bool {
+	return ck != CheckModel && ck != CheckSequential
 }
 
 // run runs one check and maps what went wrong to a Failure.
