@@ -12,7 +12,7 @@ FUZZTARGETS = FuzzRatioWindow FuzzRatio FuzzTokenBucket FuzzThrottle FuzzConfig
 MUTANTTIME ?= 60
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test race bench lint check props lin killmatrix catchrates stress fuzz fuzz-mutants bench-instrumented
+.PHONY: test race bench lint check props lin killmatrix catchrates stress fuzz fuzz-mutants bench-instrumented routes
 
 test:
 	$(GO) test ./...
@@ -42,6 +42,13 @@ CATCHRATERUNS ?= 20
 catchrates:
 	-$(GO) test -race -timeout 120m ./internal/wild -count=1 -v -run 'TestCatchRates' -catch.runs=$(CATCHRATERUNS) | grep -E 'caught'
 	-$(GO) test -timeout 120m ./internal/wild -count=1 -v -run 'TestCatchRates' -catch.runs=$(CATCHRATERUNS) | grep -E 'caught'
+
+# The tests of testdata/unseen and testdata/classes run both ways, plain go
+# test and cmd/budgetcheck: each subtest must give the same verdict, and
+# each broken budget be caught by the same checks.
+ROUTES ?= unseen,classes
+routes:
+	$(GO) test -timeout 90m ./cmd/budgetcheck -count=1 -v -run 'TestRoutesGiveTheSameCells' -routes=$(ROUTES)
 
 # Stress runs of every reference budget under the race detector.
 stress:

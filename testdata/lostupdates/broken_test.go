@@ -109,7 +109,8 @@ func named(file string) *regexp.Regexp {
 // would, on plain go test: each must be caught, by the Linearizable check
 // (a lost update or stale read is a concurrent history no order explains),
 // and its failure must tell where the calls met in this module's own
-// lines and give a replay. Under -race a data race is reported by the
+// lines and give a replay, which, run as a team would run it, fails the
+// same way. Under -race a data race is reported by the
 // detector too; only the catch is asked for then.
 func TestBroken(t *testing.T) {
 	for _, b := range brokenBudgets() {
@@ -136,7 +137,35 @@ func TestBroken(t *testing.T) {
 			if !strings.Contains(msg, "replay it with: -budgettest.replay=") {
 				t.Errorf("the failure gives no replay:\n%s", msg)
 			}
+			if os.Getenv(replayEnv) != "" {
+				t.Logf("REPLAYED:\n%s", msg)
+				return
+			}
+			replays(t, b.name, b.file, msg)
 		})
+	}
+}
+
+// replayEnv marks a child process of TestBroken that replays a failure.
+const replayEnv = "LOSTUPDATES_REPLAY"
+
+var replayFlag = regexp.MustCompile(`replay it with: (-budgettest\.replay=\S+)`)
+
+// replays runs the replay a failure gives, as a team would (the test
+// again, with the flag added), and asks that it fail the same way: not
+// linearizable, with the calls meeting at the same line of file.
+func replays(t *testing.T, name, file, msg string) {
+	m := replayFlag.FindStringSubmatch(msg)
+	met := named(file).FindString(msg)
+	if m == nil || met == "" {
+		return // reported above
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBroken$/^"+regexp.QuoteMeta(name)+"$", "-test.v", "-test.count=1", m[1])
+	cmd.Env = append(os.Environ(), replayEnv+"=1")
+	out, _ := cmd.CombinedOutput()
+	_, got, ok := strings.Cut(string(out), "REPLAYED:")
+	if !ok || !strings.Contains(got, "not linearizable") || !strings.Contains(got, met) {
+		t.Errorf("%s: the replay %s does not fail the same way (not linearizable, the calls meeting where they did: %q); the replay said:\n%s", name, m[1], met, out)
 	}
 }
 

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var routes = flag.String("routes", "", "comma-separated modules under testdata (unseen,classes) whose tests run both ways, plain go test and budgetcheck, and must give the same cells (make routes)")
+
+// TestRoutesGiveTheSameCells runs the tests of each module -routes names
+// twice, with plain go test (the controlled stages in instrumented child
+// processes) and with budgetcheck (the rewritten code in the test
+// process), and asks for the same cells both ways: every subtest passes,
+// fails or skips alike, and a broken budget is caught by the same checks.
+// The modules log "CAUGHT: <check>: ..." for each check that caught a
+// broken budget.
+func TestRoutesGiveTheSameCells(t *testing.T) {
+	if *routes == "" {
+		t.Skip("-routes names no module (make routes runs this test)")
+	}
+	for mod := range strings.SplitSeq(*routes, ",") {
+		t.Run(mod, func(t *testing.T) {
+			dir := filepath.Join("..", "..", "testdata", mod)
+			plain := cellsOf(t, dir, "go", "test", "-count=1", "-json", "./...")
+			tool := cellsOf(t, dir, "go", "run", "github.com/retrybudget/retrybudget/cmd/budgetcheck", "-count=1", "-json", "./...")
+			if diff := compareCells(plain, tool); diff != "" {
+				t.Errorf("%s: the two routes differ (plain go test, then budgetcheck):\n%s", mod, diff)
+			}
+			t.Logf("%s: %d cells, the same both ways", mod, len(plain))
+		})
+	}
+}
+
+// A cell is what one test gave: its result and, for a broken budget, the
+// checks that caught it.
+type cell struct {
+	result string
+	caught []string
+}
+
+func (c cell) String() string {
+	if len(c.caught) == 0 {
+		return c.result
+	}
+	return c.result + " (caught by " + strings.Join(c.caught, ", ") + ")"
+}
+
+// cellsOf runs the command in dir and reads its test2json events into
+// cells, by test name.
+func cellsOf(t *testing.T, dir string, name string, args ...string) map[string]cell {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output() // a failing test exits 1: its events say which
+	cells, perr := parseCells(out)
+	if perr != nil || len(cells) == 0 {
+		t.Fatalf("%s %s in %s: %v, %v\n%s", name, strings.Join(args, " "), dir, err, perr, stderr.String())
+	}
+	return cells
+}
+
+// parseCells reads test2json events.
+func parseCells(out []byte) (map[string]cell, error) {
+	cells := map[string]cell{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue // what budgetcheck prints of itself
+		}
+		var e struct{ Action, Package, Test, Output string }
+		if err := json.Unmarshal(line, &e); err != nil {
+			return nil, fmt.Errorf("an event: %v: %s", err, line)
+		}
+		if e.Test == "" {
+			continue
+		}
+		key := e.Package + " " + e.Test
+		c := cells[key]
+		switch e.Action {
+		case "pass", "fail", "skip":
+			c.result = e.Action
+		case "output":
+			if _, rest, ok := strings.Cut(e.Output, "CAUGHT: "); ok {
+				check, _, _ := strings.Cut(strings.TrimSpace(rest), ":")
+				if !slices.Contains(c.caught, check) {
+					c.caught = append(c.caught, check)
+					slices.Sort(c.caught)
+				}
+			}
+		}
+		cells[key] = c
+	}
+	return cells, sc.Err()
+}
+
+// compareCells lists the tests whose cells differ, one a line.
+func compareCells(a, b map[string]cell) string {
+	names := slices.Sorted(maps.Keys(a))
+	for n := range b {
+		if _, ok := a[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	var diff strings.Builder
+	for _, n := range names {
+		ca, cb := a[n], b[n]
+		if ca.String() != cb.String() {
+			fmt.Fprintf(&diff, "  %s: %s, then %s\n", n, orNone(ca), orNone(cb))
+		}
+	}
+	return diff.String()
+}
+
+func orNone(c cell) string {
+	if c.result == "" {
+		return "not run"
+	}
+	return c.String()
+}
+
+func TestParseCells(t *testing.T) {
+	events := `budgetcheck: rewriting 3 packages
+{"Action":"run","Package":"m","Test":"TestBroken/A"}
+{"Action":"output","Package":"m","Test":"TestBroken/A","Output":"    x_test.go:9: CAUGHT: Linearizable: broken rule: every ...\n"}
+{"Action":"output","Package":"m","Test":"TestBroken/A","Output":"    x_test.go:9: CAUGHT: Invariant: broken rule: under ...\n"}
+{"Action":"output","Package":"m","Test":"TestBroken/A","Output":"    x_test.go:9: CAUGHT: Linearizable: again\n"}
+{"Action":"pass","Package":"m","Test":"TestBroken/A"}
+{"Action":"fail","Package":"m","Test":"TestCorrect/B"}
+{"Action":"pass","Package":"m"}
+`
+	cells, err := parseCells([]byte(events))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]cell{
+		"m TestBroken/A":  {result: "pass", caught: []string{"Invariant", "Linearizable"}},
+		"m TestCorrect/B": {result: "fail"},
+	}
+	if d := compareCells(cells, want); d != "" || len(cells) != len(want) {
+		t.Errorf("parseCells = %v, want %v:\n%s", cells, want, d)
+	}
+	other := map[string]cell{"m TestBroken/A": {result: "pass", caught: []string{"Linearizable"}}, "m TestCorrect/C": {result: "pass"}}
+	d := compareCells(want, other)
+	for _, w := range []string{
+		"m TestBroken/A: pass (caught by Invariant, Linearizable), then pass (caught by Linearizable)",
+		"m TestCorrect/B: fail, then not run",
+		"m TestCorrect/C: not run, then pass",
+	} {
+		if !strings.Contains(d, w) {
+			t.Errorf("compareCells does not say %q:\n%s", w, d)
+		}
+	}
+}
