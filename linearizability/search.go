@@ -367,7 +367,7 @@ func Search[S any](t *testing.T, tg Target[S]) (*Finding, error) {
 			which = exhaustive
 		}
 		html, js, note := report(t, *viol, Fixture{Name: se.name() + "-violation", Budget: se.name(), Rule: linearizableRule, Scenario: &failing})
-		var replay string
+		replay := noReplay
 		if failing.Control != nil {
 			replay = fmt.Sprintf("under the controlled schedule %s\nreplay it with: %s\n", scheduleText(*failing.Control), replayCommand(failing, js))
 		}
@@ -698,6 +698,9 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 			t.Logf("%s: the interleaving could not be told: %v", se.name(), err)
 		}
 	}
+	if best.Control == nil {
+		order = noReplay
+	}
 	which := fmt.Sprintf("scenario %d", seed)
 	if seed == 0 {
 		which = "the scenario" // the exhaustive stage's, named before
@@ -705,6 +708,10 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 	return &Finding{Verdict: Violation, HTMLPath: html, JSONPath: js, Detail: fmt.Sprintf("%s: %s failed; %s:\n%s%s%s%s",
 		se.name(), which, shrunkFrom(from, best.len(), time.Since(start)), best, order, witness.Explain(), note)}
 }
+
+// noReplay says that a violation a free run found has no schedule to
+// replay: no controlled run met it.
+const noReplay = "found by a free run, whose interleaving no schedule recorded: it cannot be replayed; run the test again, or with more -budgettest.schedules\n"
 
 // shrunkFrom says how minimizing a failing scenario of from operations,
 // for d, went: to operations, or none smaller found.

@@ -27,6 +27,11 @@ func TestSearchFindsAndExplainsAViolation(t *testing.T) {
 			t.Errorf("the finding does not say %q:\n%s", want, f.Detail)
 		}
 	}
+	// Found by a free run (this process is not instrumented), the
+	// violation has no schedule to replay, and says so.
+	if !strings.Contains(f.Detail, "replay it with: ") && !strings.Contains(f.Detail, "it cannot be replayed") {
+		t.Errorf("the finding neither gives a replay nor says that it has none:\n%s", f.Detail)
+	}
 	fx, err := linearizability.LoadFixture(f.JSONPath)
 	if err != nil {
 		t.Fatal(err)
