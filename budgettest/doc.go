@@ -70,7 +70,12 @@
 //     between goroutines is a synchronization, and the detector would see
 //     none. Under -race it runs in a child process of the test binary, and
 //     the detector's reports come back as one Failure: how many, each pair
-//     of sites once, and the first report in full.
+//     of sites once, and the first report in full. The checks that call
+//     the budget from many goroutines (all but Model and Sequential) run
+//     in such a child too, until the Race check of the same Run or Verify
+//     has found the budget free of races: the races they meet are added
+//     to their failure, each pair of sites once, so that no raw report
+//     comes before the suite's verdict.
 //     A budget that is only slow under contention (a FIFO spin lock on
 //     oversubscribed cores under -race) is not stuck: a stress run stops
 //     starting calls after a third of Watchdog (10 s at most), and is
