@@ -34,7 +34,11 @@ type minimizeReport[W any] struct {
 // it. A drop can be refused wrongly when the smaller scenario fails too
 // rarely to show within tries runs: start from a scenario of [focus],
 // which is small already, and give more tries.
-func minimize[W any](s Scenario, tries int, limit time.Duration, fails func(Scenario) (W, bool)) minimizeReport[W] {
+//
+// Before any of that it tries the candidates given (s with its quiet
+// operations dropped, say: see [withoutQuiet]), in order, keeping each that
+// still fails.
+func minimize[W any](s Scenario, tries int, limit time.Duration, fails func(Scenario) (W, bool), candidates ...Scenario) minimizeReport[W] {
 	start := time.Now()
 	rep := minimizeReport[W]{From: s}
 	first := true
@@ -60,6 +64,11 @@ func minimize[W any](s Scenario, tries int, limit time.Duration, fails func(Scen
 		rep.To = cur
 		rep.Elapsed = time.Since(start)
 		return rep
+	}
+	for _, c := range candidates {
+		if c.len() < cur.len() && try(c) {
+			cur = clone(c)
+		}
 	}
 	for changed := true; changed; {
 		changed = false
@@ -420,4 +429,29 @@ func shortPath[S any](m model.Model[S], ops []model.Op, target S) []model.Op {
 			return cur
 		}
 	}
+}
+
+// withoutQuiet returns s without the operations of its prefix (Before, run
+// in order before the goroutines start) after which the model's state is
+// Equal to what it was: a denied retry of a bucket, a request a model does
+// not count, a step of the clock that changes nothing. The prefix then
+// leaves the model where it did, and a minimized history keeps the
+// operations that matter. It returns false when there is none to drop.
+func withoutQuiet[S any](m model.Model[S], s Scenario) (Scenario, bool) {
+	st := m.Init()
+	keep := make([]model.Op, 0, len(s.Before))
+	for _, op := range s.Before {
+		next, _ := m.Step(st, op)
+		if m.Equal(st, next) {
+			continue
+		}
+		keep = append(keep, op)
+		st = next
+	}
+	if len(keep) == len(s.Before) {
+		return s, false
+	}
+	c := clone(s)
+	c.Before = keep
+	return c, true
 }

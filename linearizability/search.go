@@ -638,7 +638,11 @@ func (se *searcher[S]) explainViolation(t *testing.T, s Scenario, res Result[S],
 	// scenario with its witness and, under control, its schedule.
 	minimizeFrom := func(start Scenario, within time.Duration) (Scenario, Result[S], bool) {
 		last = nil
-		rep := minimize(start, tries(start.len()), within, fails)
+		var first []Scenario
+		if quiet, ok := withoutQuiet(se.tg.Model, start); ok {
+			first = append(first, quiet)
+		}
+		rep := minimize(start, tries(start.len()), within, fails, first...)
 		if rep.Witness.Verdict != Violation {
 			return start, rep.Witness, false
 		}

@@ -96,3 +96,41 @@ func TestShrunkFromSaysWhenNothingShrank(t *testing.T) {
 		t.Errorf("shrunkFrom(27, 6) = %q", got)
 	}
 }
+
+// withoutQuiet drops the operations of a prefix after which the model is
+// where it was (the retries a drained bucket denies, a clock step that
+// refills nothing: this model has no refill), and keeps the rest in order; minimize tries such a
+// candidate first and keeps it when it still fails.
+func TestQuietOperationsLeaveAMinimizedHistory(t *testing.T) {
+	m := model.TokenBucket{Capacity: 2_000, TransientCost: 1_000, ThrottledCost: 500, SuccessBonus: 100}
+	retry, success := model.OpRetry(model.Transient), model.OpSuccess(model.Transient)
+	before := []model.Op{retry, retry, retry, retry, model.OpAdvance(time.Second), success, retry, retry}
+	s := Scenario{Before: before, Goroutines: [][]model.Op{{retry}, {success}}}
+	got, ok := withoutQuiet(m, s)
+	want := []model.Op{retry, retry, success, retry} // the success refunds a retry's cost
+	if !ok || !slices.Equal(got.Before, want) || len(got.Goroutines) != 2 || !slices.Equal(s.Before, before) {
+		t.Fatalf("withoutQuiet = %v, %v; want prefix %v, the goroutines kept and s untouched", got.Before, ok, want)
+	}
+	if _, ok := withoutQuiet(m, got); ok {
+		t.Errorf("withoutQuiet found quiet operations in %v", got.Before)
+	}
+	// The failure needs the two goroutines and the success in the prefix
+	// only: minimize keeps the candidate, and shrinks on from it.
+	var tried []Scenario
+	fails := func(c Scenario) (int, bool) {
+		tried = append(tried, c)
+		return 0, len(c.Goroutines) == 2 && len(c.Goroutines[0])*len(c.Goroutines[1]) > 0 && slices.Contains(c.Before, success)
+	}
+	rep := minimize(s, 1, 0, fails, got)
+	if !slices.Equal(rep.To.Before, []model.Op{success}) || len(rep.To.Goroutines) != 2 {
+		t.Errorf("minimize = %v, want the prefix [success] and both goroutines", rep.To)
+	}
+	if len(tried) < 2 || !slices.Equal(tried[1].Before, want) {
+		t.Errorf("minimize did not try the candidate right after the scenario itself: %v", tried)
+	}
+	// A candidate that does not fail is not kept.
+	rep = minimize(s, 1, 0, func(c Scenario) (int, bool) { return 0, len(c.Before) == len(before) }, got)
+	if len(rep.To.Before) != len(before) {
+		t.Errorf("minimize kept a candidate that does not fail: %v", rep.To)
+	}
+}
