@@ -244,6 +244,36 @@ func (sub Subject[S]) runChild(t *testing.T, c call) {
 	}
 }
 
+// rerunSchedules is how many controlled schedules a violation a free run
+// found is tried on, on its own scenario, to be met again with a schedule
+// that replays it.
+const rerunSchedules = 64
+
+// rerunUnderControl takes err, what check ck found in its free runs, and,
+// when it is a violation of the Linearizable check that no schedule
+// replays, runs its scenario again in the controlled stage's child, on
+// rerunSchedules schedules: a violation met there comes back told in the
+// budget's own lines, with its replay. Otherwise err is returned, saying
+// that the rerun did not meet it.
+func (sub Subject[S]) rerunUnderControl(t *testing.T, c call, ck Check, err error) error {
+	var f *Failure
+	if ck != CheckLinearizable || !errors.As(err, &f) || f.JSONPath == "" || !strings.Contains(f.Detail, "it cannot be replayed") ||
+		yield.Instrumented() || inChild() || sub.Remote {
+		return err
+	}
+	if m, _ := control.CurrentMode(); m == control.Off {
+		return err
+	}
+	again := sub.controlledStage(t, c, ck, "-budgettest.replay="+f.JSONPath, fmt.Sprintf("-budgettest.schedules=%d", rerunSchedules))
+	var g *Failure
+	if errors.As(again, &g) && g.Rule == f.Rule && g.JSONPath != "" { // a violation, saved
+		g.Detail = "found by a free run, and met again under control on its scenario:\n" + g.Detail
+		return g
+	}
+	f.Detail = strings.TrimRight(f.Detail, "\n") + fmt.Sprintf("\nits scenario, run again under %d controlled schedules, did not fail", rerunSchedules)
+	return f
+}
+
 var uncontrolledOnce sync.Once
 
 // uncontrolled says, in one line, that the verdict of check ck was not
@@ -260,8 +290,8 @@ func uncontrolled(t *testing.T, ck Check, why string) error {
 
 // controlledStage runs the controlled stage of check ck for the call c in
 // a child process, when this process is not instrumented itself, and
-// returns its failure, or nil.
-func (sub Subject[S]) controlledStage(t *testing.T, c call, ck Check) error {
+// returns its failure, or nil. The flags extra go to the child.
+func (sub Subject[S]) controlledStage(t *testing.T, c call, ck Check, extra ...string) error {
 	if !hasControlledStage(sub, ck) || control.Schedules() == 0 {
 		return nil
 	}
@@ -291,7 +321,7 @@ func (sub Subject[S]) controlledStage(t *testing.T, c call, ck Check) error {
 			child.Took.Round(time.Millisecond), child.Points, strings.Join(child.Packages, " "))
 	}
 	timeout := 10 * time.Minute
-	sp, err := control.Spawn(c.t, child, c.id+"|"+string(ck), c.prior(), timeout)
+	sp, err := control.Spawn(c.t, child, c.id+"|"+string(ck), c.prior(), timeout, extra...)
 	if err != nil {
 		return fail(ruleControl, "%s: the controlled stage could not start: %v", sub.name(), err)
 	}

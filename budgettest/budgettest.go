@@ -255,10 +255,10 @@ func (sub Subject[S]) stages(t *testing.T, c call, ck Check) error {
 	}
 	if raceEnabled && !yield.Instrumented() {
 		if _, clean := raceClean.Load(c.id); ck == CheckRace || (callsConcurrently(ck) && !clean) {
-			return sub.freeChild(t, c, ck)
+			return sub.rerunUnderControl(t, c, ck, sub.freeChild(t, c, ck))
 		}
 	}
-	return sub.run(t, ck)
+	return sub.rerunUnderControl(t, c, ck, sub.run(t, ck))
 }
 
 // callsConcurrently reports whether check ck calls the budget from more

@@ -113,8 +113,9 @@ const killGrace = 10 * time.Second
 // nearer).
 //
 // prior maps the names of the calls t made before id (CallID's) to what
-// each gave back, for Prior in the child.
-func Spawn(t *testing.T, c *Child, id string, prior map[string]json.RawMessage, timeout time.Duration) (*Spawned, error) {
+// each gave back, for Prior in the child. The flags extra come last, and
+// so override the others (-budgettest.replay=file, say).
+func Spawn(t *testing.T, c *Child, id string, prior map[string]json.RawMessage, timeout time.Duration, extra ...string) (*Spawned, error) {
 	if d, ok := t.Deadline(); ok {
 		if left := time.Until(d) - 2*killGrace; left < timeout {
 			timeout = max(left, 10*time.Second)
@@ -133,6 +134,7 @@ func Spawn(t *testing.T, c *Child, id string, prior map[string]json.RawMessage, 
 	out := filepath.Join(dir, "result.json")
 	args := append([]string{"-test.run=" + RunPattern(t.Name()), "-test.count=1", "-test.timeout=" + timeout.String(),
 		"-test.artifacts", "-test.outputdir=" + filepath.Join(dir, "artifacts")}, childFlags()...)
+	args = append(args, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+killGrace)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.Path, args...)
