@@ -13,6 +13,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/model"
 )
 
@@ -160,7 +161,8 @@ func Check[S any](m model.Model[S], h model.History, timeout time.Duration) Resu
 	}
 	ops := toPorcupine(h)
 	start := time.Now()
-	res := porcupine.CheckOperationsTimeout(r.pm, ops, timeout)
+	var res porcupine.CheckResult
+	harness.Busy(func() { res = porcupine.CheckOperationsTimeout(r.pm, ops, timeout) })
 	r.Elapsed = time.Since(start)
 	switch res {
 	case porcupine.Ok:
@@ -173,7 +175,7 @@ func Check[S any](m model.Model[S], h model.History, timeout time.Duration) Resu
 	r.Verdict = Violation
 	// Search again, keeping what a human needs to see. It finds the same
 	// violation; if it runs out of time, the explanation is partial.
-	_, r.info = porcupine.CheckOperationsVerbose(r.pm, ops, max(timeout, 10*time.Second))
+	harness.Busy(func() { _, r.info = porcupine.CheckOperationsVerbose(r.pm, ops, max(timeout, 10*time.Second)) })
 	r.explain()
 	return r
 }

@@ -27,7 +27,10 @@ const (
 	// and the search for an order costs more than linearly in it.
 	linControlledOps        = 40
 	linControlledClockSteps = 10
-	linTimeout              = 30 * time.Second
+	// A history of 420 operations of a sliding-window ratio took over 30s
+	// to search under -race on a loaded 2-core machine: a check cut short
+	// is a failure, so the bound is generous.
+	linTimeout = 2 * time.Minute
 )
 
 // scenario draws the concurrent scenario of one seed.
@@ -163,8 +166,9 @@ type Target[S any] struct {
 	Watchdog time.Duration
 	// Replay, when set, is run in place of the first scenario, and alone.
 	Replay *Scenario
-	// Timeout bounds each check of one history; zero means 30s. A check
-	// cut short is inconclusive, never a pass.
+	// Timeout bounds each check of one history; zero means 2 minutes. A
+	// check cut short is inconclusive, never a pass. The Watchdog does not
+	// count the time a check takes.
 	Timeout time.Duration
 
 	// Draw, when set, draws the scenario of a seed (1, 2, ...) in place

@@ -200,9 +200,24 @@ var returned atomic.Uint64
 // returned so far, in this process.
 func Progress() uint64 { return returned.Load() }
 
+// busy counts the bounded computations of the suite's own (a search for a
+// linearization) under way in this process.
+var busy atomic.Int64
+
+// Busy runs f, a computation of the suite's own that is bounded by its own
+// timeout (the search for an order of a history, on a loaded machine under
+// -race, may take minutes): while it runs, Guard counts the time as
+// progress, since no call of the budget is waited for.
+func Busy(f func()) {
+	busy.Add(1)
+	defer busy.Add(-1)
+	f()
+}
+
 // Guard runs f on a goroutine of its own under Catch, and returns its error,
 // or a Stuck Fault with every goroutine's stack if f has gone limit (zero
-// means DefaultWatchdog) without a budget call returning (see Progress):
+// means DefaultWatchdog) without a budget call returning (see Progress)
+// and outside any computation Busy runs:
 // a finite computation, however slow, is not stuck, while a call that
 // never returns stops every run that waits for it. A stuck goroutine is
 // left behind: nothing can stop it.
@@ -236,7 +251,7 @@ func Guard(during string, limit time.Duration, f func() error) error {
 		case err := <-done:
 			return err
 		case <-timer.C:
-			if p := Progress(); p != seen {
+			if p := Progress(); p != seen || busy.Load() > 0 {
 				seen, since = p, time.Now()
 				continue
 			}

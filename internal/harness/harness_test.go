@@ -129,6 +129,27 @@ func TestGuardWaitsForASlowCheckThatMakesProgress(t *testing.T) {
 	}
 }
 
+// Time spent in a computation of the suite's own (Busy: the search for an
+// order of a history) is not a budget that stopped returning; the same
+// time spent outside Busy, with no call returning, is.
+func TestGuardCountsBusyWorkAsProgress(t *testing.T) {
+	err := harness.Guard("a long search", 50*time.Millisecond, func() error {
+		harness.Busy(func() { time.Sleep(400 * time.Millisecond) })
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a check busy with its own bounded work past the limit: %v", err)
+	}
+	err = harness.Guard("a wait", 50*time.Millisecond, func() error {
+		time.Sleep(400 * time.Millisecond)
+		return nil
+	})
+	var f *harness.Fault
+	if !errors.As(err, &f) || f.Cause != harness.Stuck {
+		t.Fatalf("a check that waits past the limit, with no call returning and no work of its own: %v, want Stuck", err)
+	}
+}
+
 // The generator's steps stay within their ranges, forward ones never go
 // back, and the same seed draws the same lists.
 func TestGeneratorIsBoundedAndRepeatable(t *testing.T) {
