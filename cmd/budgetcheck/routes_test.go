@@ -17,11 +17,24 @@ import (
 
 var routes = flag.String("routes", "", "comma-separated modules under testdata (unseen,classes) whose tests run both ways, plain go test and budgetcheck, and must give the same cells (make routes)")
 
+// failures lists the tests that failed, by name.
+func failures(cells map[string]cell) []string {
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(cells)) {
+		if cells[n].result == "fail" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // TestRoutesGiveTheSameCells runs the tests of each module -routes names
 // twice, with plain go test (the controlled stages in instrumented child
 // processes) and with budgetcheck (the rewritten code in the test
 // process), and asks for the same cells both ways: every subtest passes,
 // fails or skips alike, and a broken budget is caught, or escapes, alike.
+// Both routes must pass: the modules' tests are gates (a broken budget
+// must be caught, a correct one pass), and CI runs them this way only.
 // The modules log "CAUGHT: <check>: broken rule: ..." for each check that
 // caught a broken budget. A budget caught by other checks on one route
 // than on the other is logged, not failed: the free runs of budgetcheck
@@ -40,6 +53,14 @@ func TestRoutesGiveTheSameCells(t *testing.T) {
 			diff, checks := compareCells(plain, tool)
 			if checks != "" {
 				t.Logf("%s: the same verdicts, but caught by other checks (plain go test, then budgetcheck):\n%s", mod, checks)
+			}
+			for _, route := range []struct {
+				name  string
+				cells map[string]cell
+			}{{"plain go test", plain}, {"budgetcheck", tool}} {
+				if failed := failures(route.cells); len(failed) > 0 {
+					t.Errorf("%s: on %s, %d tests failed: %s", mod, route.name, len(failed), strings.Join(failed, ", "))
+				}
 			}
 			if diff != "" {
 				t.Errorf("%s: the two routes differ (plain go test, then budgetcheck):\n%s", mod, diff)
@@ -165,6 +186,9 @@ func TestParseCells(t *testing.T) {
 	want := map[string]cell{
 		"m TestBroken/A":  {result: "pass", caught: []string{"Invariant", "Linearizable"}},
 		"m TestCorrect/B": {result: "fail"},
+	}
+	if f := failures(cells); !slices.Equal(f, []string{"m TestCorrect/B"}) {
+		t.Errorf("failures = %q, want TestCorrect/B", f)
 	}
 	if d, c := compareCells(cells, want); d+c != "" || len(cells) != len(want) {
 		t.Errorf("parseCells = %v, want %v:\n%s%s", cells, want, d, c)
