@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"pgregory.net/rapid"
 
 	"github.com/retrybudget/retrybudget/budget"
@@ -374,42 +373,43 @@ func firstError(stages ...func() error) error {
 
 func checkLeak[S any](t *testing.T, sub Subject[S]) error {
 	hs := sub.harness(t)
-	var before goleak.Option
-	if !sub.WallClock {
-		before = goleak.IgnoreCurrent()
-	}
+	var lineage harness.Lineage
 	err := hs.Guard("the leak check", func() error {
 		// On the wall clock the bubble itself fails if a goroutine is left.
 		return hs.InBubble(t, "the leak check", func(t *testing.T) error {
-			b, closeBudget := sub.harness(t).Open(new(budget.ManualClock))
-			if harness.IsStructured(sub.Model) {
-				// Whole calls, ends included, 8 in flight at a time.
-				src := harness.Rand(rand.New(rand.NewPCG(3, 4)))
-				var callers [8]harness.Caller
-				for calls := 0; calls < 200; {
-					c := &callers[src.IntN(len(callers), "caller")]
-					op := c.Next(src)
-					c.Answer(op, harness.Perform(b, op))
-					if op.Op == model.CallEnd {
-						calls++
+			lineage = harness.Descend(func() {
+				b, closeBudget := sub.harness(t).Open(new(budget.ManualClock))
+				if harness.IsStructured(sub.Model) {
+					// Whole calls, ends included, 8 in flight at a time.
+					src := harness.Rand(rand.New(rand.NewPCG(3, 4)))
+					var callers [8]harness.Caller
+					for calls := 0; calls < 200; {
+						c := &callers[src.IntN(len(callers), "caller")]
+						op := c.Next(src)
+						c.Answer(op, harness.Perform(b, op))
+						if op.Op == model.CallEnd {
+							calls++
+						}
 					}
 				}
-			}
-			for i := range 200 {
-				harness.Perform(b, model.OpRequest)
-				k := []model.Kind{model.Transient, model.Throttled}[i%2]
-				if harness.Perform(b, model.OpRetry(k)) {
-					harness.Perform(b, model.OpSuccess(k))
+				for i := range 200 {
+					harness.Perform(b, model.OpRequest)
+					k := []model.Kind{model.Transient, model.Throttled}[i%2]
+					if harness.Perform(b, model.OpRetry(k)) {
+						harness.Perform(b, model.OpSuccess(k))
+					}
 				}
-			}
-			closeBudget()
+				closeBudget()
+			})
 			return nil
 		})
 	})
 	if err != nil || sub.WallClock {
 		return err
 	}
-	if err := goleak.Find(before); err != nil {
+	// Only the goroutines the budget started count, not those a test
+	// running in parallel started meanwhile.
+	if err := lineage.Gone(harness.GoneWait); err != nil {
 		return fail(ruleNoLeak, "%s: after 200 calls and Close: %v", sub.name(), err)
 	}
 	return nil

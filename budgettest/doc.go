@@ -97,7 +97,12 @@
 //     the schedule. Under -race one free stress run is made instead of
 //     three: the detector makes each five to ten times slower.
 //   - Leak: after 200 calls and Close, no goroutine the budget started is
-//     left (goleak; on the wall clock, the synctest bubble).
+//     left, waited for up to 5 s. The budget's goroutines are told from
+//     others by a profiler label that Go hands down to every goroutine
+//     started under it, so a test running in parallel that starts
+//     goroutines meanwhile is no leak of the budget's. A budget that
+//     replaces its goroutines' labels (pprof.SetGoroutineLabels) hides
+//     what they start. On the wall clock the synctest bubble checks.
 //   - Replay: fixed edge-case sequences replayed against the model: a
 //     drain; 140,000 calls at one instant; refill fractions; and, each on a
 //     budget of its own, clock jumps beside the overflow thresholds of

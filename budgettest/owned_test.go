@@ -96,12 +96,47 @@ func TestGoroutineOwnedBudgetConformsInBubbles(t *testing.T) {
 
 // Without Close the goroutine outlives the check: the Leak check says so.
 func TestLeakCheckCatchesAnUnclosedGoroutine(t *testing.T) {
+	t.Parallel() // each waits out the check's 5 s for a leak to end
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{
 		Name: "never closed", Model: bucket, Watchdog: 10 * time.Second,
 		New: func(*testing.T, budget.Clock) budget.Budget { return unclosed{newOwned(bucket)} },
 	}, budgettest.CheckLeak)
 	if err == nil || !contains(err.Error(), "no goroutine the budget started outlives it") {
 		t.Fatalf("VerifyCheck(Leak) = %v, want the leak rule", err)
+	}
+}
+
+// A goroutine that another test starts while the Leak check runs (a
+// parallel subtest, or the suite's own child process for another subject)
+// is not the budget's: the check passes. The factory has a goroutine that
+// was running before the check start one that lives on past it.
+func TestLeakCheckIgnoresGoroutinesOfParallelTests(t *testing.T) {
+	t.Parallel() // each waits out the check's 5 s for a leak to end
+	stop, start := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	started := make(chan struct{})
+	go func() { // another test's goroutine
+		<-start
+		go func() { <-stop }()
+		close(started)
+	}()
+	var once sync.Once
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "correct", Model: bucket,
+		New: func(*testing.T, budget.Clock) budget.Budget {
+			once.Do(func() { close(start); <-started })
+			return seqcheck.NewTokenBucket(bucket)(nil)
+		}}, budgettest.CheckLeak)
+	if err != nil {
+		t.Fatalf("VerifyCheck(Leak) = %v, want nil", err)
+	}
+	// The same goroutine, started by the budget, is its leak.
+	err = budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "leaks from its factory", Model: bucket,
+		New: func(*testing.T, budget.Clock) budget.Budget {
+			go func() { <-stop }()
+			return seqcheck.NewTokenBucket(bucket)(nil)
+		}}, budgettest.CheckLeak)
+	if err == nil || !contains(err.Error(), "owned_test.go") {
+		t.Fatalf("VerifyCheck(Leak) = %v, want the leak, told in this file's lines", err)
 	}
 }
 
@@ -130,6 +165,7 @@ func (l *leaksOnThrottled) Retry(k budget.Kind) bool {
 // The Leak check calls every kind of retry: a leak behind the throttled
 // kind alone is found.
 func TestLeakCheckCallsEveryKind(t *testing.T) {
+	t.Parallel() // each waits out the check's 5 s for a leak to end
 	stop := make(chan struct{})
 	defer close(stop)
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "leaks on a throttled retry", Model: bucket,

@@ -18,8 +18,10 @@
 // counts failures (budget.FailureCounter) told of each retryable failure
 // once, through Retry or, when the loop gives up after it without asking,
 // through Failed. Time-dependent
-// checks run in testing/synctest bubbles, the leak check in real time with
-// goleak.
+// checks run in testing/synctest bubbles, the leak check in real time: it
+// counts the goroutines the call started, and those they started, told
+// from others by a profiler label Go hands down to them, so that a test
+// running in parallel is no leak of the loop's.
 //
 // Each check first confirms its premise, the situation in which its rule
 // can be broken, and fails with "premise not reached:" when the loop never
