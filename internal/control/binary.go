@@ -68,7 +68,8 @@ type binResult struct {
 // rewritten: while the sources do not change, the running binary does not
 // either, and a later go test finds the child there without rewriting or
 // building. The cache keeps the 16 children used last, and any used in the
-// last hour.
+// last hour; each call marks its child used, and builds it again if
+// another process removed it.
 //
 // The error is an *Uncontrolled when no child can be had: the code is
 // instrumented already, there is no go command, the binary does not run in
@@ -106,6 +107,22 @@ func Binary(pkgs []string) (*Child, error) {
 	}
 	binMu.Unlock()
 	r.once.Do(func() { r.child, r.err = build(b, key, extra) })
+	if r.child != nil {
+		// A test process that runs for over an hour (go test -count=10 of
+		// a large package) would see its child pruned by another go test
+		// that builds children meanwhile: each use marks it used, and a
+		// child removed all the same is built again.
+		if _, err := os.Stat(r.child.Path); err != nil {
+			binMu.Lock()
+			if binCache[key] == r {
+				delete(binCache, key)
+			}
+			binMu.Unlock()
+			return Binary(pkgs)
+		}
+		now := time.Now()
+		os.Chtimes(filepath.Dir(r.child.Path), now, now)
+	}
 	if r.child != nil && r.reported.Swap(true) {
 		c := *r.child
 		c.Built = false // said once, by the first caller

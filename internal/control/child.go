@@ -160,7 +160,10 @@ func Spawn(t *testing.T, c *Child, id string, prior map[string]json.RawMessage, 
 	}
 	cmd.WaitDelay = killGrace
 	start := time.Now()
-	output, _ := cmd.CombinedOutput()
+	output, err := cmd.CombinedOutput()
+	if err != nil && cmd.ProcessState == nil {
+		return nil, fmt.Errorf("starting the child process %s: %w", c.Path, err) // it never ran
+	}
 	s := &Spawned{Output: string(output), Elapsed: time.Since(start), Killed: ctx.Err() != nil}
 	if data, err := os.ReadFile(out); err == nil {
 		s.Result = data
