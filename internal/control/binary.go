@@ -75,7 +75,11 @@ type binResult struct {
 // instrumented already, there is no go command, the binary does not run in
 // its package's directory (a test binary copied elsewhere), or the build
 // fails.
-func Binary(pkgs []string) (*Child, error) {
+func Binary(pkgs []string) (*Child, error) { return binary(pkgs, false) }
+
+// binary is Binary; rebuilt says that it is called again because the
+// child it had was removed.
+func binary(pkgs []string, rebuilt bool) (*Child, error) {
 	if yield.Instrumented() {
 		return nil, &Uncontrolled{"the binary is instrumented already"}
 	}
@@ -118,7 +122,10 @@ func Binary(pkgs []string) (*Child, error) {
 				delete(binCache, key)
 			}
 			binMu.Unlock()
-			return Binary(pkgs)
+			if rebuilt {
+				return nil, &Uncontrolled{"the child built at " + r.child.Path + " is gone at once: " + err.Error()}
+			}
+			return binary(pkgs, true)
 		}
 		now := time.Now()
 		os.Chtimes(filepath.Dir(r.child.Path), now, now)
