@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
@@ -113,6 +114,15 @@ func awsLoop() stress.Loop {
 				o.MaxBackoff = s.MaxDelay
 				o.BaseDelay = s.BaseDelay
 				o.RateLimiter = awsLimiter{b}
+				switch {
+				case s.FixedDelay:
+					// The SDK's own option for a backoff of one's own.
+					o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return s.BaseDelay, nil })
+				case s.NoJitter:
+					o.Backoff = retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) {
+						return min(s.MaxDelay, s.BaseDelay<<min(max(attempt-1, 0), 30)), nil
+					})
+				}
 				o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(classify)}, o.Retryables...)
 				o.Throttles = append([]retry.IsErrorThrottle{retry.IsErrorThrottleFunc(throttle)}, o.Throttles...)
 			})
@@ -133,11 +143,15 @@ func awsLoop() stress.Loop {
 			_, _, err := mw.HandleFinalize(ctx, smithymiddle.FinalizeInput{}, next)
 			return err
 		},
-		Skip: map[string]string{"MaxElapsedEndsTheLoop": "the SDK's retryer has no elapsed-time limit"},
+		Skip: map[string]string{
+			"MaxElapsedEndsTheLoop": "the SDK's retryer has no elapsed-time limit",
+			"HedgeLosersCancelled":  "the SDK's retryer does not hedge",
+			"UncappedLoopEnds":      "the SDK's standard retryer always has an attempt limit: a MaxAttempts of 0 or less is DefaultMaxAttempts (retry/standard.go)",
+		},
 	}
 }
 
-// The SDK's retry loop through the thirteen loop checks. See docs/third-party.md for the
+// The SDK's retry loop through the sixteen loop checks. See docs/third-party.md for the
 // verdicts and why.
 func TestAWSRetryLoop(t *testing.T) {
 	skipUnderRace(t)
@@ -172,6 +186,9 @@ func TestAWSRetryLoop(t *testing.T) {
 var awsExpected = map[string]string{
 	// The SDK has no limit on a call's elapsed time: only MaxAttempts.
 	"MaxElapsedEndsTheLoop": "skip",
+	// The SDK's retryer does not hedge, and always has an attempt limit.
+	"HedgeLosersCancelled": "skip",
+	"UncappedLoopEnds":     "skip",
 	// The SDK never compares its wait with the deadline, so it waits into
 	// it: told to wait until (or past) the deadline, it returns only when
 	// the context ends there, instead of at once. It does look at ctx

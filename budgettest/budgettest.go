@@ -191,7 +191,7 @@ func VerifyCheck[S any](t *testing.T, sub Subject[S], c Check) error {
 	return sub.verify(t, []Check{c})
 }
 
-// RunLoop runs the thirteen loop checks of the stress package on l, each in a
+// RunLoop runs the sixteen loop checks of the stress package on l, each in a
 // child process, as subtests of t. The four whose cases run goroutines of
 // their own (NoGoroutineOutlivesCall, SharedBudgetRespected,
 // IgnoringOpEndsTheCall, EveryStartEnds) then run again in the
@@ -208,14 +208,21 @@ func VerifyCheck[S any](t *testing.T, sub Subject[S], c Check) error {
 //	}
 func RunLoop(t *testing.T, l stress.Loop) {
 	t.Helper()
-	outcomes := stress.IsolatedLoopChecks(t, l, 0) // fails t at once on an unknown Skip key
-	if outcomes == nil {
-		return // the child: the checks have run
+	if err := l.Validate(); err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range stress.LoopChecks() {
+		// Each check's child runs inside its subtest, so that the
+		// subtest's time is the check's.
 		t.Run(c.Name, func(t *testing.T) {
-			o := outcomes[c.Name]
-			switch o.Result {
+			if why, ok := l.Skip[c.Name]; ok {
+				t.Skipf("skipped by %s's Loop.Skip: %s", l.Name, why)
+			}
+			outcomes := stress.IsolatedLoopChecks(t, l, 0, c.Name)
+			if outcomes == nil {
+				return // the child: the check has run
+			}
+			switch o := outcomes[c.Name]; o.Result {
 			case "pass":
 			case "skip":
 				t.Skip(strings.TrimSpace(o.Output))

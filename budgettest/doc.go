@@ -6,7 +6,7 @@
 // sequential model it claims to follow; [Verify] returns the failures
 // joined instead, and [VerifyCheck] runs one check. [Fuzz] is the Edges
 // check as a go test -fuzz target. [RunLoop] puts a retry loop, through a
-// small adapter (stress.Loop), through the thirteen loop checks of the stress
+// small adapter (stress.Loop), through the sixteen loop checks of the stress
 // package, each in a child process. See ExampleRun and ExampleRunLoop.
 //
 // Every failure is a [Failure] that names the rule broken and the line of

@@ -2,8 +2,10 @@ package budgettest_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/budgettest"
@@ -104,20 +106,57 @@ func ExampleVerify() {
 	}
 }
 
-// Put your retry loop through the thirteen loop checks, each in a child
-// process, with a small adapter: run one call of your loop, configured from
-// the check's Settings, with the budget and operation the check gives.
-// stress.RetrierLoop is the adapter of budget.Retrier.
+// Put your retry loop through the sixteen loop checks, each in a child
+// process, with a small adapter (myRetryLoop, below): run one call of your
+// loop, configured from the check's Settings, with the budget and
+// operation the check gives. stress.RetrierLoop is the adapter of
+// budget.Retrier.
 func ExampleRunLoop() {
 	_ = func(t *testing.T) { // func TestMyRetryLoop(t *testing.T)
-		budgettest.RunLoop(t, stress.Loop{
-			Name: "myretry",
-			Call: func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
-				r := &budget.Retrier{Budget: b, MaxAttempts: s.MaxAttempts, BaseDelay: s.BaseDelay, MaxDelay: s.MaxDelay, MaxElapsed: s.MaxElapsed}
-				return r.Do(ctx, func(ctx context.Context, _ budget.Attempt) error { return op(ctx) })
-			},
-		})
+		budgettest.RunLoop(t, myRetryLoop())
 	}
+}
+
+// myRetryLoop adapts a loop (here budget.Retrier) to the loop checks. An
+// adapter honours what its loop can of the Settings: MaxAttempts,
+// BaseDelay, MaxDelay and MaxElapsed as the loop's own options, FixedDelay
+// and NoJitter as waits with no random part (the checks that need a wait
+// ending at a chosen instant set them), and the checks' errors mapped onto
+// the loop's classification (stress.ErrPermanent is not retryable). A
+// check whose premise the loop has no way to reach (hedging, a mode with
+// no attempt cap, an elapsed limit) is skipped, with the reason: without
+// the Skip it fails with "premise not reached", naming the setting.
+func myRetryLoop() stress.Loop {
+	return stress.Loop{
+		Name: "myretry",
+		Call: func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
+			r := &budget.Retrier{Budget: b, MaxAttempts: s.MaxAttempts, BaseDelay: s.BaseDelay, MaxDelay: s.MaxDelay, MaxElapsed: s.MaxElapsed,
+				Classify: func(err error) (budget.Kind, bool) {
+					if errors.Is(err, stress.ErrPermanent) {
+						return budget.FirstAttempt, false
+					}
+					return budget.DefaultClassifier(err)
+				},
+			}
+			switch {
+			case s.FixedDelay:
+				r.Jitter = func(time.Duration) time.Duration { return s.BaseDelay }
+			case s.NoJitter:
+				r.Jitter = func(ceiling time.Duration) time.Duration { return ceiling }
+			}
+			return r.Do(ctx, func(ctx context.Context, _ budget.Attempt) error { return op(ctx) })
+		},
+		Skip: map[string]string{
+			"HedgeLosersCancelled": "myretry does not hedge",
+			"UncappedLoopEnds":     "myretry always has an attempt limit",
+		},
+	}
+}
+
+// The example loop adapter, put through the loop checks for real.
+func TestExampleLoopAdapterConforms(t *testing.T) {
+	skipUnderRace(t)
+	budgettest.RunLoop(t, myRetryLoop())
 }
 
 // Fuzz the budget from any starting instant, beyond the Edges check's

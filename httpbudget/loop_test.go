@@ -88,6 +88,8 @@ func transportLoop() stress.Loop {
 			return loopError(resp)
 		},
 		Skip: map[string]string{
+			"HedgeLosersCancelled": "the Transport runs a budget.Retrier, which does not hedge",
+			"UncappedLoopEnds":     "the Transport runs a budget.Retrier, which always has an attempt limit",
 			"NoAttemptOnExpiredDeadline": "its premise is a server delay of 1ms to 500ms honoured to the nanosecond, " +
 				"so that a wait ends at the deadline's instant, and Retry-After carries whole seconds only (RFC 9110, section 10.2.3): " +
 				"the test's server rounds each delay up to 1s, a wait that passes the deadline 2ms to 1s away: the Transport gives up at once " +

@@ -3,7 +3,7 @@
 // or yours, through a small adapter.
 //
 // A [Loop] runs one call of a retry loop with the budget, [Settings] and
-// operation a check gives it. [LoopChecks] are the thirteen checks: no attempt
+// operation a check gives it. [LoopChecks] are the sixteen checks: no attempt
 // on a done context, none after a cancel, none on a context whose ctx.Err()
 // is set at the deadline; no wait begun that would reach the deadline; a
 // prompt return on a cancel during the wait; no goroutine outlives the
@@ -17,7 +17,13 @@
 // out of the loop (a loop that hedges ends its losers too); a budget that
 // counts failures (budget.FailureCounter) told of each retryable failure
 // once, through Retry or, when the loop gives up after it without asking,
-// through Failed. Time-dependent
+// through Failed; every success told to the budget once, with the kind of
+// the attempt that succeeded, before the call returns, and none the loop
+// did not see; a hedge's losers cancelled as soon as one attempt wins, and
+// no hedge started that the budget denied when Settings.HedgeAsksBudget
+// says to ask; and, under Settings.NoAttemptCap, a loop with no attempt
+// cap that still ends on a cancel (with the context's error), on a
+// permanent error and on a denial. Time-dependent
 // checks run in testing/synctest bubbles, the leak check in real time: it
 // counts the goroutines the call started, and those they started, told
 // from others by a profiler label Go hands down to them, so that a test

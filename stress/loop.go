@@ -37,6 +37,26 @@ type Settings struct {
 	// Checks that need a retry with no wait before it, or a wait that ends
 	// at a chosen instant, set it (and NoJitter).
 	FixedDelay bool
+
+	// NoAttemptCap asks for a loop with no limit on attempts, the mode many
+	// libraries spell Attempts(0) or MaxRetries(-1): it retries until an
+	// attempt succeeds or fails permanently, the budget denies a retry, the
+	// elapsed limit passes, or the context is done. MaxAttempts is then
+	// ignored. The checks that set it set MaxAttempts too, low, so that a
+	// loop that ignores NoAttemptCap stops there and the check says so
+	// ("premise not reached"); a loop without such a mode may Skip them.
+	NoAttemptCap bool
+
+	// HedgeDelay, for a loop that hedges, is how long the attempts in
+	// flight run without an answer before the loop starts another beside
+	// them; zero means the loop's own delay. A loop that does not hedge
+	// ignores it, and Skips the hedging checks.
+	HedgeDelay time.Duration
+	// HedgeAsksBudget says that a hedge is a retry the budget must grant
+	// before it starts (Retry(Transient), charged as a retry is). When
+	// false, a loop may hedge without asking; one that asks all the same
+	// is granted.
+	HedgeAsksBudget bool
 }
 
 // The errors the checks' operations return. An adapter maps them onto its
@@ -67,7 +87,8 @@ type Loop struct {
 	// gives up. It returns what the loop returns.
 	Call func(ctx context.Context, b budget.Budget, s Settings, op func(context.Context) error) error
 	// Skip names checks whose premise the loop cannot meet, with the
-	// reason, for example {"MaxElapsedEndsTheLoop": "no elapsed limit"}.
+	// reason, for example {"MaxElapsedEndsTheLoop": "no elapsed limit"}
+	// or {"HedgeLosersCancelled": "does not hedge"}.
 	// A skipped check is reported as skipped, with the reason; a check that
 	// is not skipped and whose premise does not happen fails. Every key
 	// must be the name of a check: CheckLoop and IsolatedLoopChecks fail on
@@ -104,8 +125,8 @@ func LoopChecks() []LoopCheck {
 	return []LoopCheck{
 		{"NoAttemptOnDoneContext", "a context that is already done leads to zero attempts", checkDoneContext},
 		{"NoAttemptAfterCancel", "a cancel during an attempt leads to no further attempt, even when the retry would come with no wait", checkCancelInAttempt},
-		{"NoAttemptOnExpiredDeadline", "no attempt starts on a context whose ctx.Err() is set, even when the wait ends at the deadline's instant (tolerance 2% of 500 trials)", checkExpiredDeadline},
-		{"GiveUpBeforeDeadline", "a loop whose next wait would reach the deadline returns at once, with no further attempt, instead of waiting into it", checkGiveUpBeforeDeadline},
+		{"NoAttemptOnExpiredDeadline", "no attempt starts on a context whose ctx.Err() is set, even when the wait ends at the deadline's instant (tolerance 2% of 500 trials)", fixedDelayFirst(checkExpiredDeadline)},
+		{"GiveUpBeforeDeadline", "a loop whose next wait would reach the deadline returns at once, with no further attempt, instead of waiting into it", fixedDelayFirst(checkGiveUpBeforeDeadline)},
 		{"PromptReturnOnCancel", "a cancel during the wait returns at once, with context.Canceled, and no further attempt", checkCancelInWait},
 		{"NoGoroutineOutlivesCall", "no goroutine the loop started, and no attempt, outlives the call, whether the operation honours ctx or ignores it, and when a later attempt wins", checkNoLeak},
 		{"SharedBudgetRespected", "the budget is asked once per retry, before waiting; granted retries are the only retries; a denied call returns at once", checkSharedBudget},
@@ -114,7 +135,10 @@ func LoopChecks() []LoopCheck {
 		{"ServerDelayCapped", "a server-supplied delay is capped by the maximum delay and by the time left", checkServerDelay},
 		{"IgnoringOpEndsTheCall", "when the operation ignores ctx, the loop returns when every attempt it started has finished, with no attempt after the cancel; a loop that hedges waits for its losers", checkIgnoringOp},
 		{"EveryStartEnds", "an in-flight budget is told of the end of every attempt the loop started (the first, and every granted retry, even one that never ran), exactly once, after its success and once its operation has returned, and then of the end of the call, before the loop returns, on every path: success, a permanent error, a denial, out of attempts, a cancel during an attempt and during a backoff wait; a loop that hedges ends its losers too", checkEveryStartEnds},
-		{"EveryFailureCounted", "a budget that counts failures (budget.FailureCounter) is told of each retryable failure exactly once: through Retry when a retry is asked for after it, else through Failed, when the attempts or the time run out; and of no failure that is not retryable", checkFailuresCounted},
+		{"EveryFailureCounted", "a budget that counts failures (budget.FailureCounter) is told of each retryable failure exactly once: through Retry when a retry is asked for after it, else through Failed, when the attempts or the time run out; and of no failure that is not retryable", fixedDelayFirst(checkFailuresCounted)},
+		{"EverySuccessReported", "every attempt that succeeds is told to the budget through Success exactly once, before the call returns, with the attempt's kind (first, or the kind of the retry: throttled after a server delay, else transient); no Success for a call in which no attempt succeeded", fixedDelayFirst(checkSuccessesReported)},
+		{"HedgeLosersCancelled", "a loop that hedges starts a hedge after HedgeDelay, asks the budget for it when HedgeAsksBudget says so and starts none it denies, and once one attempt wins cancels the others at once and waits for them before it returns; a loop that does not hedge Skips it", fixedDelayFirst(checkHedgeLosersCancelled)},
+		{"UncappedLoopEnds", "with no attempt limit (NoAttemptCap), a cancel during the wait still returns at once with context.Canceled, a permanent error is still not retried, and a denial still ends the call; a loop with no such mode Skips it", fixedDelayFirst(checkUncappedLoopEnds)},
 	}
 }
 
@@ -126,6 +150,11 @@ func checkNames() []string {
 	}
 	return names
 }
+
+// Validate returns an error for a loop the checks cannot run: one with no
+// Call, or whose Skip names something that is not a check (a typo would
+// otherwise run the check it meant to skip).
+func (l Loop) Validate() error { return validateSkip(l) }
 
 // validateSkip returns an error for a loop with no Call, and one naming
 // each key of l.Skip that is not the
@@ -515,10 +544,13 @@ func checkNoLeak(t *testing.T, l Loop) {
 		// attempt; cancelled is closed once it is.
 		cancel bool
 		op     func(ctx context.Context, n int, cancelled <-chan struct{}) error
+		// long, if set, makes every wait an hour, so that the cancel
+		// comes during the first backoff wait.
+		long bool
 	}{
 		{"SucceedsOnSecondAttempt", false, func(ctx context.Context, n int, _ <-chan struct{}) error {
 			return failsOnce(ErrTransient)(ctx, n)
-		}},
+		}, false},
 		// The operations wait through yield's hooks, which are the plain
 		// operations outside a controlled run, so that under control the
 		// loop's other goroutines run while an attempt waits.
@@ -527,12 +559,12 @@ func checkNoLeak(t *testing.T, l Loop) {
 				return ctx.Err()
 			}
 			return ErrTransient
-		}},
+		}, false},
 		{"IgnoresCtxAndIsCancelled", true, func(ctx context.Context, n int, cancelled <-chan struct{}) error {
 			sched.Hook.Sleep(30 * time.Millisecond) // ignores ctx
 			sched.Recv(cancelled)                   // and ends after the cancel, however late its timer
 			return ErrTransient
-		}},
+		}, false},
 		// A loop that hedges starts another attempt while the first runs;
 		// the second wins, and the first, the loser, takes a while to
 		// wind down once cancelled. A loop that returns without waiting
@@ -546,12 +578,25 @@ func checkNoLeak(t *testing.T, l Loop) {
 				return ctx.Err()
 			}
 			return ErrTransient
-		}},
+		}, false},
 	}
+	// A timer or backoff goroutine must stop with the wait it serves:
+	// the first attempt fails at once, and the cancel comes 10ms into an
+	// hour's wait.
+	cases = append(cases, struct {
+		name   string
+		cancel bool
+		op     func(ctx context.Context, n int, cancelled <-chan struct{}) error
+		long   bool
+	}{"CancelledDuringBackoff", true, func(context.Context, int, <-chan struct{}) error { return ErrTransient }, true})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, ctl := range schedules(l.Name + "/NoGoroutineOutlivesCall/" + tc.name) {
-				if !noLeakCase(t, l, tc.cancel, tc.op, ctl, k) {
+				s := Settings{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
+				if tc.long {
+					s = Settings{MaxAttempts: 3, BaseDelay: time.Hour, MaxDelay: time.Hour, FixedDelay: true, NoJitter: true}
+				}
+				if !noLeakCase(t, l, tc.cancel, tc.op, s, ctl, k) {
 					return
 				}
 			}
@@ -562,7 +607,7 @@ func checkNoLeak(t *testing.T, l Loop) {
 // noLeakCase runs one case of NoGoroutineOutlivesCall (the k-th run of
 // it, under ctl when that is set) and reports whether it passed. The case
 // has the call cancelled 10ms into its first attempt if cancelAt10ms.
-func noLeakCase(t *testing.T, l Loop, cancelAt10ms bool, op func(ctx context.Context, n int, cancelled <-chan struct{}) error, ctl *sched.Options, k int) bool {
+func noLeakCase(t *testing.T, l Loop, cancelAt10ms bool, op func(ctx context.Context, n int, cancelled <-chan struct{}) error, s Settings, ctl *sched.Options, k int) bool {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -587,7 +632,6 @@ func noLeakCase(t *testing.T, l Loop, cancelAt10ms bool, op func(ctx context.Con
 		return op(ctx, n, cancelled)
 	})
 	r.ctl = ctl
-	s := Settings{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
 	// The call's goroutines, and theirs, carry a label of their own: a
 	// goroutine that a test running in parallel starts is not the loop's.
 	var res result
@@ -596,7 +640,7 @@ func noLeakCase(t *testing.T, l Loop, cancelAt10ms bool, op func(ctx context.Con
 	if fellBackRun(t, k, r) {
 		cancel()
 		r.drain() // the attempts end; the free run ignores what else is left
-		return noLeakCase(t, l, cancelAt10ms, op, nil, k)
+		return noLeakCase(t, l, cancelAt10ms, op, s, nil, k)
 	}
 	defer explainRun(t, k, r)
 	if r.spinning() {
@@ -762,7 +806,9 @@ func checkMaxElapsed(t *testing.T, l Loop) {
 		case <-time.After(time.Hour):
 			cancel() // stop the loop, so that the bubble can end
 			<-done
-			t.Fatalf("%s still retrying an hour into a call with MaxElapsed %v (%d attempts)", l.Name, limit, r.counts().n)
+			t.Fatalf("%s still retrying an hour into a call with MaxElapsed %v (%d attempts, each failing at once); want the call ended by MaxElapsed. "+
+				"If the loop has no elapsed-time limit, its adapter ignores MaxElapsed, as Settings allows: add MaxElapsedEndsTheLoop to Loop.Skip with the reason",
+				l.Name, limit, r.counts().n)
 		}
 		if r.spinning() {
 			return

@@ -3,6 +3,7 @@ package stress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,12 @@ func TestPremiseNotReached(t *testing.T) {
 		// It tells Failed of its one failure, but never makes the attempts
 		// the check needs.
 		{"EveryFailureCounted", retrier("OneAttempt", func(s *Settings) { s.MaxAttempts = 1 })},
+		// It tells Success of its one attempt, but never retries.
+		{"EverySuccessReported", retrier("OneAttempt", func(s *Settings) { s.MaxAttempts = 1 })},
+		// It does not hedge (and, unlike RetrierLoop, does not Skip).
+		{"HedgeLosersCancelled", retrier("NoHedge", func(*Settings) {})},
+		// It stops at MaxAttempts whatever NoAttemptCap says.
+		{"UncappedLoopEnds", retrier("Capped", func(*Settings) {})},
 	}
 	if len(cases) != len(LoopChecks()) {
 		t.Fatalf("%d cases for %d checks", len(cases), len(LoopChecks()))
@@ -89,5 +96,26 @@ func TestPremiseNotReached(t *testing.T) {
 		} else {
 			t.Logf("%s on %s:\n%s", tc.check, l.Name, o.Output)
 		}
+	}
+}
+
+// An adapter that leaves its loop's jitter on, whatever FixedDelay and
+// NoJitter say, used to pass EveryFailureCounted in some runs and fail it
+// ("premise not reached", or not) in others: whether a jittered wait of at
+// most 1h reached a deadline 1s away was chance. The FixedDelay probe
+// makes it a premise failure naming FixedDelay in every run.
+func TestJitteringAdapterFailsTheSameEveryRun(t *testing.T) {
+	l := retrier("Jittering", func(s *Settings) { s.FixedDelay, s.NoJitter = false, false })
+	for i := range 5 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			outcomes := isolate(t, l, []string{"EveryFailureCounted"}, time.Minute, 0)
+			if outcomes == nil {
+				return // the child
+			}
+			o := outcomes["EveryFailureCounted"]
+			if o.Result != "fail" || !strings.Contains(o.Output, "premise not reached: expected waits of BaseDelay") || !strings.Contains(o.Output, "ignores FixedDelay") {
+				t.Errorf("run %d: %s, want a premise failure naming FixedDelay:\n%s", i, o.Result, o.Output)
+			}
+		})
 	}
 }

@@ -41,5 +41,9 @@ func RetrierLoop() Loop {
 			}
 			return r.Do(ctx, func(ctx context.Context, _ budget.Attempt) error { return op(ctx) })
 		},
+		Skip: map[string]string{
+			"HedgeLosersCancelled": "the Retrier does not hedge",
+			"UncappedLoopEnds":     "the Retrier always has an attempt limit (MaxAttempts, DefaultMaxAttempts when zero)",
+		},
 	}
 }

@@ -36,23 +36,42 @@ type loopBugs struct {
 	noFailedNoTime      bool // tells a budget that counts failures nothing of a failure after which no time is left
 	failedAndAsked      bool // tells Failed of every retryable failure, and asks Retry after it as well
 	failedPermanent     bool // tells Failed of a permanent failure too
+	noSuccess           bool // never tells the budget of a success
+	successFirst        bool // tells every success as a first attempt's, whatever the kind of the attempt
+	successTwice        bool // tells a success in the attempt's wrapper, and again on the way out
+	successOnGiveUp     bool // tells a permanent failure, which ends the call, as a success
+	timerGoroutine      bool // waits on a channel that a goroutine closes after time.Sleep, and leaves it sleeping on a cancel
+
+	// Bugs of the mode with no attempt limit (Settings.NoAttemptCap) only,
+	// avast/retry-go v4.3.2's in its Attempts(0) mode among them: without
+	// NoAttemptCap the loop is correct.
+	uncappedRetryPermanent bool // retries every error, a permanent one included
+	uncappedNilOnCancel    bool // returns nil when cancelled during a wait
+	uncappedRetryDenied    bool // waits the backoff after a denial and asks again, instead of returning
 
 	// Loops that keep every promise, but cannot bring about the situation
 	// a check needs: the check must say "premise not reached".
-	jitterNeverZero   bool // every backoff wait is at least 1ns, whatever FixedDelay says
-	ignoreServerDelay bool // backs off as from any failure, whatever the server asks
-	jitterServerDelay bool // adds up to a tenth of a server delay, at least 1ns, to it
-	waitCap           bool // never waits more than a second, whatever MaxDelay says
-	shunLongDelay     bool // gives up at once when the server asks for more than a minute
-	attemptsCap       bool // makes at most 5 attempts, whatever MaxAttempts says
-	neverRetries      bool // returns the first failure
+	jitterNeverZero    bool // every backoff wait is at least 1ns, whatever FixedDelay says
+	alwaysFullJitter   bool // every backoff wait is drawn in [0, ceiling], whatever FixedDelay and NoJitter say
+	ignoreServerDelay  bool // backs off as from any failure, whatever the server asks
+	jitterServerDelay  bool // adds up to a tenth of a server delay, at least 1ns, to it
+	waitCap            bool // never waits more than a second, whatever MaxDelay says
+	shunLongDelay      bool // gives up at once when the server asks for more than a minute
+	attemptsCap        bool // makes at most 5 attempts, whatever MaxAttempts says
+	neverRetries       bool // returns the first failure
+	ignoreNoAttemptCap bool // stops at MaxAttempts whatever NoAttemptCap says
 }
 
 // naiveLoop is a plain retry loop as people write it by hand, with full
 // jitter (or none, or a fixed delay, as Settings ask), server delays capped
-// at MaxDelay, and MaxElapsed. It tells an in-flight budget of the end of
-// each attempt it started, the first and every granted retry, whether the
-// attempt ran or not, and then of the end of the call; bugs breaks it.
+// at MaxDelay, and MaxElapsed. It makes at most MaxAttempts attempts, or,
+// with Settings.NoAttemptCap, as many as the other rules allow: it then
+// stops only on a success, a permanent failure, a denial, the deadline or
+// the elapsed limit, or a cancel. It tells the budget of the success of
+// the attempt that succeeds, once, with the attempt's kind. It tells an
+// in-flight budget of the end of each attempt it started, the first and
+// every granted retry, whether the attempt ran or not, and then of the end
+// of the call; bugs breaks it.
 func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
 	return func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
 		if !bugs.noCtxCheck && ctx.Err() != nil {
@@ -81,7 +100,25 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 			// channel that should end it on success was never added.
 			go func() { <-ctx.Done() }()
 		}
+		capped := !s.NoAttemptCap || bugs.ignoreNoAttemptCap
+		uncapped := func(bug bool) bool { return bug && s.NoAttemptCap }
+		// cancelled is what the loop returns when ctx is done during the
+		// wait after a failure with err.
+		cancelled := func(err error) error {
+			if uncapped(bugs.uncappedNilOnCancel) {
+				return nil
+			}
+			return errors.Join(ctx.Err(), err)
+		}
 		kind := budget.FirstAttempt
+		// attempt runs op once, as an attempt of the given kind.
+		attempt := func(kind budget.Kind) error {
+			err := op(ctx)
+			if err == nil && bugs.successTwice {
+				b.Success(kind)
+			}
+			return err
+		}
 		for n := 1; ; n++ {
 			if bugs.elapsedPerAttempt {
 				start = time.Now()
@@ -89,7 +126,7 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 			var err error
 			if bugs.goroutinePerAttempt {
 				done := make(chan error, 1)
-				go func() { done <- op(ctx) }()
+				go func() { done <- attempt(kind) }()
 				select {
 				case err = <-done:
 				case <-ctx.Done():
@@ -97,10 +134,16 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 					return ctx.Err() // the attempt keeps running
 				}
 			} else {
-				err = op(ctx)
+				err = attempt(kind)
 			}
 			if err == nil {
-				b.Success(kind)
+				switch {
+				case bugs.noSuccess:
+				case bugs.successFirst:
+					b.Success(budget.FirstAttempt)
+				default:
+					b.Success(kind)
+				}
 				if !bugs.endOnlyFailures {
 					end(kind)
 				}
@@ -109,18 +152,23 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 				}
 				return nil
 			}
+			permanent := errors.Is(err, stress.ErrPermanent)
+			if permanent && bugs.successOnGiveUp {
+				// The call is over, and the caller has its answer.
+				b.Success(kind)
+			}
 			end(kind)
 			if ctx.Err() != nil && !bugs.skipZeroWait && !bugs.noLookahead {
 				return errors.Join(ctx.Err(), err)
 			}
-			if errors.Is(err, stress.ErrPermanent) && !bugs.retryPermanent {
+			if permanent && !bugs.retryPermanent && !uncapped(bugs.uncappedRetryPermanent) {
 				tell(err, !bugs.failedPermanent)
 				return err
 			}
 			if bugs.failedAndAsked {
 				tell(err, false)
 			}
-			if n >= s.MaxAttempts {
+			if capped && n >= s.MaxAttempts {
 				tell(err, bugs.noFailedAtLimit || bugs.failedAndAsked)
 				return err
 			}
@@ -155,8 +203,18 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 				return err
 			}
 			if !bugs.askAfterSleep {
-				if !b.Retry(next) {
-					return errors.Join(budget.ErrDenied, err)
+				for !b.Retry(next) {
+					if !uncapped(bugs.uncappedRetryDenied) {
+						return errors.Join(budget.ErrDenied, err)
+					}
+					// Denied: wait, and ask again.
+					t := time.NewTimer(wait)
+					select {
+					case <-ctx.Done():
+						t.Stop()
+						return errors.Join(ctx.Err(), err)
+					case <-t.C:
+					}
 				}
 				if bugs.doubleCharge {
 					b.Retry(next)
@@ -167,24 +225,38 @@ func naiveLoop(bugs loopBugs) func(ctx context.Context, b budget.Budget, s stres
 			} else if wait == 0 && bugs.skipZeroWait {
 				// No wait, so no select: and no look at ctx either.
 			} else {
-				t := time.NewTimer(wait)
+				var fired <-chan time.Time
+				stop := func() {}
+				if bugs.timerGoroutine {
+					// A timer of its own, which nothing stops: on a
+					// cancel it sleeps on after the call.
+					c := make(chan time.Time)
+					go func() {
+						time.Sleep(wait)
+						close(c)
+					}()
+					fired = c
+				} else {
+					t := time.NewTimer(wait)
+					fired, stop = t.C, func() { t.Stop() }
+				}
 				select {
 				case <-ctx.Done():
-					t.Stop()
+					stop()
 					// The retry was granted, and so started: it ends,
 					// though it never runs.
 					if !bugs.askAfterSleep && !bugs.noEndOnWaitCancel {
 						end(next)
 					}
-					return errors.Join(ctx.Err(), err)
-				case <-t.C:
+					return cancelled(err)
+				case <-fired:
 				}
 			}
 			if ctx.Err() != nil && !bugs.skipZeroWait && !bugs.noLookahead {
 				if !bugs.askAfterSleep && !bugs.noEndOnWaitCancel {
 					end(next)
 				}
-				return errors.Join(ctx.Err(), err)
+				return cancelled(err)
 			}
 			if bugs.askAfterSleep && !b.Retry(next) {
 				return errors.Join(budget.ErrDenied, err)
@@ -218,6 +290,8 @@ func naiveWait(bugs loopBugs, s stress.Settings, n int, err error) (budget.Kind,
 	switch {
 	case bugs.jitterNeverZero:
 		wait = 1 + time.Duration(rand.Int64N(int64(ceiling)+1))
+	case bugs.alwaysFullJitter:
+		wait = time.Duration(rand.Int64N(int64(ceiling) + 1))
 	case s.FixedDelay:
 		wait = s.BaseDelay
 	case s.NoJitter:
@@ -265,11 +339,15 @@ type LoopMutant struct {
 	Interleaving bool
 }
 
+// noHedging is the Skip of the loops built on naiveLoop, which does not
+// hedge.
+var noHedging = map[string]string{"HedgeLosersCancelled": "naiveLoop does not hedge"}
+
 // Loops returns the loop mutants; CorrectLoop and CorrectHedgeLoop are the
 // loops they are built from.
 func Loops() []LoopMutant {
 	m := func(name, check, bug string, b loopBugs) LoopMutant {
-		return LoopMutant{Loop: stress.Loop{Name: name, Call: naiveLoop(b)}, CaughtBy: check, Bug: bug}
+		return LoopMutant{Loop: stress.Loop{Name: name, Call: naiveLoop(b), Skip: noHedging}, CaughtBy: check, Bug: bug}
 	}
 	return []LoopMutant{
 		m("SleepNoSelect", "PromptReturnOnCancel",
@@ -344,6 +422,39 @@ func Loops() []LoopMutant {
 		m("PermanentCounted", "EveryFailureCounted",
 			"tells a budget that counts failures of a permanent failure too, which is no failure of the dependency's health",
 			loopBugs{failedPermanent: true}),
+		m("NoSuccessReported", "EverySuccessReported",
+			"never tells the budget of a success, so a budget that earns from successes (a token bucket's refund, gRPC's throttling) only ever drains",
+			loopBugs{noSuccess: true}),
+		m("SuccessKindAlwaysFirst", "EverySuccessReported",
+			"tells the budget of every success as a first attempt's, so a retry that succeeds earns a first attempt's bonus instead of its retry's refund",
+			loopBugs{successFirst: true}),
+		m("SuccessReportedTwice", "EverySuccessReported",
+			"tells the budget of a success in the wrapper that runs the attempt and again on the way out, so every success counts twice",
+			loopBugs{successTwice: true}),
+		m("SuccessOnGiveUp", "EverySuccessReported",
+			"tells the budget of a success when it gives up after a permanent error, taking the end of the call for a success it never saw",
+			loopBugs{successOnGiveUp: true}),
+		hedge("HedgeLoserSuccess", "EverySuccessReported",
+			"hedges, and tells the budget of a success from the goroutine of each attempt that succeeds, so a loser that succeeds too, or an attempt that succeeds after the call was cancelled, is told as well",
+			hedgeBugs{successInAttempt: true}),
+		hedge("HedgeNeverCancels", "HedgeLosersCancelled",
+			"hedges, and when an attempt wins waits for the losers without cancelling them, so a successful call lasts as long as its slowest attempt",
+			hedgeBugs{noCancelOnWin: true}),
+		hedge("HedgeIgnoresBudgetSetting", "HedgeLosersCancelled",
+			"hedges without asking the budget even when HedgeAsksBudget says a hedge is a retry the budget must grant, so its hedges escape the budget",
+			hedgeBugs{hedgeNeverAsks: true}),
+		m("BackoffTimerLeft", "NoGoroutineOutlivesCall",
+			"waits on a channel that a goroutine closes after time.Sleep, so on a cancel during the wait it returns at once but leaves that goroutine sleeping after the call",
+			loopBugs{timerGoroutine: true}),
+		m("UncappedRetriesPermanent", "UncappedLoopEnds",
+			"with no attempt limit, retries every error, a permanent one included, for ever (avast/retry-go v4.3.2 in its Attempts(0) mode)",
+			loopBugs{uncappedRetryPermanent: true}),
+		m("UncappedNilOnCancel", "UncappedLoopEnds",
+			"with no attempt limit, returns nil when the caller cancels during a wait, so a call that never succeeded looks like a success (avast/retry-go v4.3.2 in its Attempts(0) mode)",
+			loopBugs{uncappedNilOnCancel: true}),
+		m("UncappedIgnoresDenial", "UncappedLoopEnds",
+			"with no attempt limit, waits the backoff after a denied retry and asks again, instead of returning the failure at once",
+			loopBugs{uncappedRetryDenied: true}),
 		premise(m("JitterNeverZero", "NoAttemptAfterCancel",
 			"never waits less than 1ns before a retry, and ignores FixedDelay, so there is no retry without a wait, where only a look at ctx can stop it",
 			loopBugs{jitterNeverZero: true})),
@@ -365,6 +476,12 @@ func Loops() []LoopMutant {
 		premise(m("NeverRetries", "PermanentNeverRetried",
 			"returns the first failure, transient or not, so there is no retry to withhold",
 			loopBugs{neverRetries: true})),
+		premise(m("AlwaysFullJitter", "EveryFailureCounted",
+			"draws every backoff wait at random below its ceiling, whatever FixedDelay and NoJitter say (an adapter that leaves a library's default jitter on), so whether a wait of BaseDelay 1h reaches a deadline 1s away is chance",
+			loopBugs{alwaysFullJitter: true})),
+		premise(m("IgnoresNoAttemptCap", "UncappedLoopEnds",
+			"stops at MaxAttempts whatever NoAttemptCap says, so it never runs without an attempt limit",
+			loopBugs{ignoreNoAttemptCap: true})),
 	}
 }
 
@@ -383,7 +500,7 @@ func interleaving(m LoopMutant) LoopMutant {
 }
 
 // hedgeDelay is how long hedgedLoop lets an attempt run before it starts
-// another.
+// another, unless Settings.HedgeDelay says otherwise.
 const hedgeDelay = 5 * time.Millisecond
 
 // hedgeBugs selects the bug a hedging mutant carries.
@@ -401,18 +518,37 @@ type hedgeBugs struct {
 	// whose results it reads, the winner's among them, and not of the
 	// losers it cancels, nor of a retry granted and never run.
 	noLoserEnd bool
+	// noCancelOnWin waits for the losers when an attempt wins, but
+	// without cancelling them first.
+	noCancelOnWin bool
+	// hedgeNeverAsks starts every hedge without asking the budget,
+	// whatever Settings.HedgeAsksBudget says.
+	hedgeNeverAsks bool
+	// successInAttempt tells the budget of a success from the goroutine
+	// of the attempt that succeeds, as it succeeds, and so of a loser's
+	// success too, or of one that comes after a cancel.
+	successInAttempt bool
 }
 
 // hedgedLoop is a hedging retry loop: while an attempt runs, it starts
-// another every hedgeDelay, each a retry the budget must grant first, up to
-// MaxAttempts in all, and the first success wins. A failure with no
+// another, a hedge, every Settings.HedgeDelay (hedgeDelay when that is
+// zero), up to MaxAttempts in all (no limit with Settings.NoAttemptCap), and
+// the first success wins. With Settings.HedgeAsksBudget each hedge is a
+// transient retry the budget must grant first, and a hedge denied is not
+// started; without it, a hedge does not ask the budget. A failure with no
 // attempt left running is retried after a backoff (or the server's delay),
-// as naiveLoop retries. Before it returns, it cancels the attempts still
-// running and waits for them. It tells an in-flight budget of the end of
-// each attempt it started, counted by kind since several are in flight at
-// once: when it reads the attempt's result, or, for a loser or a granted
-// retry that never ran, once the losers have returned; then of the end of
-// the call. bugs breaks that.
+// as naiveLoop retries. It tells the budget of the winner's success, once,
+// with its kind: Transient for a granted hedge, and for a hedge that did not
+// ask the budget, the kind of the attempt it hedges (the first attempt or
+// the last retry granted), the only attempt the budget knows of; a hedge
+// that refunded a Transient retry never charged would overpay a token
+// bucket. Before it returns, it cancels the attempts still running and waits
+// for them. It tells an in-flight budget of the end of each attempt it
+// started through the budget (the first, a granted retry, a granted hedge),
+// counted by kind since several are in flight at once: when it reads the
+// attempt's result, or, for a loser or a granted retry that never ran, once
+// the losers have returned; then of the end of the call. A hedge that did
+// not ask the budget started nothing there and has no end. bugs breaks that.
 func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
 	return func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
 		if err := ctx.Err(); err != nil {
@@ -430,8 +566,13 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 			}
 		}
 		type result struct {
-			err  error
-			kind budget.Kind
+			err      error
+			kind     budget.Kind
+			budgeted bool // started by Request or by a granted Retry
+		}
+		delay := hedgeDelay
+		if s.HedgeDelay > 0 {
+			delay = s.HedgeDelay
 		}
 		actx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -439,20 +580,26 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 		results := make(chan result)
 		finished := make(chan struct{}) // closed when the call is decided: no one reads results then
 		running, n := 0, 0
+		hedged := budget.FirstAttempt // the kind of the last attempt started through the budget, bar hedges
+		// more says whether the limit on attempts leaves room for another.
+		more := func() bool { return s.NoAttemptCap || n < s.MaxAttempts }
 		var inflight atomic.Int32 // counterJoin's count
-		launch := func(kind budget.Kind) {
+		launch := func(kind budget.Kind, budgeted bool) {
 			n++
 			running++
 			if bugs.counterJoin {
 				inflight.Add(1)
 				go func() {
-					results <- result{op(actx), kind}
+					results <- result{op(actx), kind, budgeted}
 					inflight.Add(-1)
 				}()
 				return
 			}
 			wg.Go(func() {
-				r := result{op(actx), kind}
+				r := result{op(actx), kind, budgeted}
+				if r.err == nil && bugs.successInAttempt {
+					b.Success(kind)
+				}
 				select {
 				case results <- r:
 				case <-finished:
@@ -482,15 +629,17 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 				return err
 			}
 			close(finished)
-			cancel()
+			if !won || !bugs.noCancelOnWin {
+				cancel()
+			}
 			if !bugs.noJoin && !(won && bugs.winnerReturnsEarly) {
 				wg.Wait()
 			}
 			endAll()
 			return err
 		}
-		launch(budget.FirstAttempt)
-		timer := time.NewTimer(hedgeDelay)
+		launch(budget.FirstAttempt, true)
+		timer := time.NewTimer(delay)
 		defer timer.Stop()
 		pending := false // the timer is a backoff: a granted retry starts when it fires
 		next := budget.Transient
@@ -500,11 +649,17 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 			case r := <-results:
 				running--
 				if r.err == nil {
-					b.Success(r.kind)
-					ended(r.kind)
+					if !bugs.successInAttempt {
+						b.Success(r.kind)
+					}
+					if r.budgeted {
+						ended(r.kind)
+					}
 					return finish(nil, true)
 				}
-				ended(r.kind)
+				if r.budgeted {
+					ended(r.kind)
+				}
 				last = r.err
 				switch {
 				case ctx.Err() != nil:
@@ -513,7 +668,7 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 					return finish(r.err, false)
 				case running > 0:
 					continue // the others may yet win
-				case n >= s.MaxAttempts:
+				case !more():
 					failed(b, r.err)
 					return finish(r.err, false)
 				}
@@ -541,13 +696,21 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 						return finish(errors.Join(context.DeadlineExceeded, last), false)
 					}
 					pending = false
-					launch(next)
-				} else if running > 0 && n < s.MaxAttempts && b.Retry(budget.Transient) {
-					open[budget.Transient]++
-					launch(budget.Transient) // a hedge
+					hedged = next
+					launch(next, true)
+				} else if running > 0 && more() {
+					switch {
+					case !s.HedgeAsksBudget || bugs.hedgeNeverAsks:
+						// A hedge the budget knows nothing of: to it,
+						// a copy of the attempt it hedges.
+						launch(hedged, false)
+					case b.Retry(budget.Transient):
+						open[budget.Transient]++
+						launch(budget.Transient, true) // a hedge, granted
+					}
 				}
-				if n < s.MaxAttempts {
-					timer.Reset(hedgeDelay)
+				if more() {
+					timer.Reset(delay)
 				}
 			case <-ctx.Done():
 				return finish(errors.Join(ctx.Err(), last), false)
@@ -558,7 +721,7 @@ func hedgedLoop(bugs hedgeBugs) func(ctx context.Context, b budget.Budget, s str
 
 // CorrectLoop is naiveLoop with no bug: it must pass every loop check.
 func CorrectLoop() stress.Loop {
-	return stress.Loop{Name: "mutants.CorrectLoop", Call: naiveLoop(loopBugs{})}
+	return stress.Loop{Name: "mutants.CorrectLoop", Call: naiveLoop(loopBugs{}), Skip: noHedging}
 }
 
 // CorrectHedgeLoop is hedgedLoop with no bug: it must pass every loop

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sethvargo/go-retry"
 
+	"example.com/looptrack"
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/stress"
 )
@@ -16,7 +17,8 @@ import (
 // middlewares: NewExponential(BaseDelay) (the wait before retry n is
 // BaseDelay×2^(n-1)), or NewConstant(BaseDelay) for FixedDelay;
 // WithFullJitter unless NoJitter (a wait picked below its ceiling);
-// WithCappedDuration(MaxDelay); WithMaxRetries(MaxAttempts-1); and
+// WithCappedDuration(MaxDelay); WithMaxRetries(MaxAttempts-1), none for
+// NoAttemptCap (a bare Backoff retries until it says stop); and
 // WithMaxDuration(MaxElapsed) when there is a limit. Both constructors
 // panic on a zero delay, so a zero BaseDelay is a BackoffFunc that waits
 // nothing, which is how the library takes a backoff of one's own.
@@ -33,7 +35,7 @@ func goRetryLoop() stress.Loop {
 	return stress.Loop{
 		Name: "sethvargo/go-retry.Do",
 		Call: func(ctx context.Context, b budget.Budget, s stress.Settings, op func(context.Context) error) error {
-			tr := newTracker(b)
+			tr := looptrack.NewTracker(b)
 			var kind budget.Kind
 			var bo retry.Backoff
 			switch {
@@ -46,7 +48,7 @@ func goRetryLoop() stress.Loop {
 			}
 			asked := bo
 			bo = retry.BackoffFunc(func() (time.Duration, bool) {
-				if !tr.retry(kind) {
+				if !tr.Retry(kind) {
 					return 0, true
 				}
 				return asked.Next()
@@ -57,30 +59,33 @@ func goRetryLoop() stress.Loop {
 			if s.MaxDelay > 0 {
 				bo = retry.WithCappedDuration(s.MaxDelay, bo)
 			}
-			bo = retry.WithMaxRetries(uint64(max(s.MaxAttempts-1, 0)), bo)
+			if !s.NoAttemptCap {
+				bo = retry.WithMaxRetries(uint64(max(s.MaxAttempts-1, 0)), bo)
+			}
 			if s.MaxElapsed > 0 {
 				bo = retry.WithMaxDuration(s.MaxElapsed, bo)
 			}
 			err := retry.Do(ctx, bo, func(ctx context.Context) error {
-				tr.begin()
+				tr.Begin()
 				err := op(ctx)
 				if err == nil {
-					tr.success()
+					tr.Success()
 					return nil
 				}
-				k, _, retryable := classify(err)
+				k, _, retryable := looptrack.Classify(err)
 				if !retryable {
-					tr.failed(budget.FirstAttempt)
+					tr.Failed(budget.FirstAttempt)
 					return err
 				}
-				tr.failed(k)
+				tr.Failed(k)
 				kind = k
 				return retry.RetryableError(err)
 			})
-			tr.finish(ctx)
+			tr.Finish(ctx)
 			return err
 		},
 		Skip: map[string]string{
+			"HedgeLosersCancelled": "does not hedge: DoValue runs one attempt at a time (retry.go)",
 			"ServerDelayCapped": "go-retry has no server-supplied delay: a Backoff's Next is given no error (backoff.go, type Backoff), " +
 				"and DoValue waits whatever Next says, so a *stress.RetryAfterError is retried after the ordinary backoff and no wait honours a server delay",
 		},
@@ -89,7 +94,7 @@ func goRetryLoop() stress.Loop {
 
 // sethvargo/go-retry v0.5.0's retry.Do through the loop checks.
 func TestGoRetryLoop(t *testing.T) {
-	checkLoop(t, goRetryLoop(), goRetryExpected, goRetryExpectedSays)
+	looptrack.CheckLoop(t, goRetryLoop(), goRetryExpected, goRetryExpectedSays)
 }
 
 // goRetryExpected lists the checks retry.Do (v0.5.0) does not pass, and
@@ -105,6 +110,8 @@ var goRetryExpected = map[string]string{
 	"GiveUpBeforeDeadline": "fail",
 	// Skipped: the library has no server-supplied delay (see Skip).
 	"ServerDelayCapped": "skip",
+	// Skipped: the library does not hedge (see Skip).
+	"HedgeLosersCancelled": "skip",
 }
 
 // goRetryExpectedSays is what a pinned failure must say.

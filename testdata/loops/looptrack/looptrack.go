@@ -1,4 +1,10 @@
-package loops
+// Package looptrack holds what the adapters of testdata/loops share: the
+// bookkeeping that turns a third-party loop's hooks into calls of a
+// budget, the classifier of the checks' errors, and the comparison of the
+// checks' results with a loop's pinned verdicts. It is a module of its own
+// so that a module holding another version of a library (retrygo432) can
+// use it without taking the versions testdata/loops requires.
+package looptrack
 
 import (
 	"context"
@@ -11,11 +17,11 @@ import (
 	"github.com/retrybudget/retrybudget/stress"
 )
 
-// classify maps the checks' errors onto a budget kind: ErrTransient (and
+// Classify maps the checks' errors onto a budget kind: ErrTransient (and
 // anything wrapping it) is a transient failure, a *stress.RetryAfterError a
 // throttling one, with its server-supplied delay; anything else, the
 // permanent error or an error of the context, is not retryable.
-func classify(err error) (k budget.Kind, delay time.Duration, retryable bool) {
+func Classify(err error) (k budget.Kind, delay time.Duration, retryable bool) {
 	var ra *stress.RetryAfterError
 	switch {
 	case errors.Is(err, stress.ErrPermanent):
@@ -28,16 +34,16 @@ func classify(err error) (k budget.Kind, delay time.Duration, retryable bool) {
 	return budget.FirstAttempt, 0, false
 }
 
-// A tracker is what an adapter keeps of one call to tell the budget what a
+// A Tracker is what an adapter keeps of one call to tell the budget what a
 // team's integration tells it: Request when the first attempt starts,
 // Retry before a retry (which starts the retry when granted), Success
 // inside a successful attempt, and, for a budget.InFlightBudget, the end of
 // each attempt started (a granted retry that never ran included) and of the
 // call; for a budget.FailureCounter, the retryable failure after which the
 // loop gave up without asking for a retry. The loops here run their
-// attempts one at a time on the caller's goroutine, so a tracker needs no
+// attempts one at a time on the caller's goroutine, so a Tracker needs no
 // lock.
-type tracker struct {
+type Tracker struct {
 	b  budget.Budget
 	ib budget.InFlightBudget // b, if it counts work in flight
 	fc budget.FailureCounter // b, if it counts failures
@@ -49,24 +55,24 @@ type tracker struct {
 	asked    bool        // Retry was asked after the last attempt's failure
 }
 
-func newTracker(b budget.Budget) *tracker {
-	t := &tracker{b: b}
+func NewTracker(b budget.Budget) *Tracker {
+	t := &Tracker{b: b}
 	t.ib, _ = b.(budget.InFlightBudget)
 	t.fc, _ = b.(budget.FailureCounter)
 	return t
 }
 
-// begin is called as an attempt's operation begins: the first starts the
+// Begin is called as an attempt's operation begins: the first starts the
 // call; a retry was started by the Retry that granted it.
-func (t *tracker) begin() {
+func (t *Tracker) Begin() {
 	if !t.started {
 		t.started, t.kind, t.open = true, budget.FirstAttempt, true
 		t.b.Request()
 	}
 }
 
-// end ends the attempt open, if any.
-func (t *tracker) end() {
+// End ends the attempt open, if any.
+func (t *Tracker) End() {
 	if t.open {
 		t.open = false
 		if t.ib != nil {
@@ -75,22 +81,22 @@ func (t *tracker) end() {
 	}
 }
 
-// success is called when an attempt's operation succeeded.
-func (t *tracker) success() {
+// Success is called when an attempt's operation succeeded.
+func (t *Tracker) Success() {
 	t.b.Success(t.kind)
 	t.lastFail = budget.FirstAttempt
-	t.end()
+	t.End()
 }
 
-// failed is called when an attempt's operation failed: with a retry kind
+// Failed is called when an attempt's operation failed: with a retry kind
 // when the failure is retryable, else FirstAttempt.
-func (t *tracker) failed(k budget.Kind) {
+func (t *Tracker) Failed(k budget.Kind) {
 	t.lastFail, t.asked = k, false
-	t.end()
+	t.End()
 }
 
-// retry asks the budget for a retry of kind k; a granted retry starts.
-func (t *tracker) retry(k budget.Kind) bool {
+// Retry asks the budget for a retry of kind k; a granted retry starts.
+func (t *Tracker) Retry(k budget.Kind) bool {
 	t.asked = true
 	if !t.b.Retry(k) {
 		return false
@@ -99,7 +105,7 @@ func (t *tracker) retry(k budget.Kind) bool {
 	return true
 }
 
-// finish is called once the loop has returned: it ends a granted retry that
+// Finish is called once the loop has returned: it ends a granted retry that
 // never ran, tells a FailureCounter of a retryable failure the loop gave up
 // after without asking (out of attempts, out of time), and ends the call.
 //
@@ -113,8 +119,8 @@ func (t *tracker) retry(k budget.Kind) bool {
 // adapter's bookkeeping as much as by the loop's: what they confirm of the
 // loop is that it returns the last failure to its caller, runs attempts one
 // at a time, and asks the budget where the adapter does.
-func (t *tracker) finish(ctx context.Context) {
-	t.end()
+func (t *Tracker) Finish(ctx context.Context) {
+	t.End()
 	if t.fc != nil && t.lastFail.IsRetry() && !t.asked && ctx.Err() == nil {
 		t.fc.Failed(t.lastFail)
 	}
@@ -123,12 +129,12 @@ func (t *tracker) finish(ctx context.Context) {
 	}
 }
 
-// checkLoop runs the loop checks on l, each in a child process, logs each
+// CheckLoop runs the loop checks on l, each in a child process, logs each
 // check's result and the first line of what it said, and compares the
 // results with the pinned verdicts: "pass" unless expected says otherwise,
 // and, for each entry of says, output that contains it. It returns false
 // in a child, where the checks have run and the test must just return.
-func checkLoop(t *testing.T, l stress.Loop, expected, says map[string]string) bool {
+func CheckLoop(t *testing.T, l stress.Loop, expected, says map[string]string) bool {
 	t.Helper()
 	outcomes := stress.IsolatedLoopChecks(t, l, 0)
 	if outcomes == nil {

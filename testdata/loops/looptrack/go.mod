@@ -1,0 +1,17 @@
+module example.com/looptrack
+
+go 1.26.0
+
+require (
+	github.com/avast/retry-go/v4 v4.3.2
+	github.com/retrybudget/retrybudget v0.0.0
+)
+
+require (
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/tools v0.52.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
+)
+
+replace github.com/retrybudget/retrybudget => ../../..

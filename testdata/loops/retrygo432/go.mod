@@ -1,0 +1,19 @@
+module example.com/retrygo432
+
+go 1.26.0
+
+require example.com/looptrack v0.0.0
+
+require (
+	github.com/avast/retry-go/v4 v4.3.2 // indirect
+	github.com/retrybudget/retrybudget v0.0.0 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/tools v0.52.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
+)
+
+replace (
+	example.com/looptrack => ../looptrack
+	github.com/retrybudget/retrybudget => ../../..
+)
