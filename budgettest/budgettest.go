@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -208,7 +209,7 @@ func VerifyCheck[S any](t *testing.T, sub Subject[S], c Check) error {
 //	}
 func RunLoop(t *testing.T, l stress.Loop) {
 	t.Helper()
-	if err := l.Validate(); err != nil {
+	if err := loopErr(l); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range stress.LoopChecks() {
@@ -233,6 +234,30 @@ func RunLoop(t *testing.T, l stress.Loop) {
 			}
 		})
 	}
+}
+
+// loopErr returns an error for a loop the checks cannot run, before any
+// subtest starts (stress.IsolatedLoopChecks, called in each, would fail
+// each the same way): one with no Call, or whose Skip names something that
+// is not a check, a typo that would run the check it meant to skip.
+func loopErr(l stress.Loop) error {
+	if l.Call == nil {
+		return fmt.Errorf("budgettest: loop %q has a nil Call: set Loop.Call to a function that runs one call of the loop, under the budget and Settings it is given", l.Name)
+	}
+	var names, unknown []string
+	for _, c := range stress.LoopChecks() {
+		names = append(names, c.Name)
+	}
+	for k := range l.Skip {
+		if !slices.Contains(names, k) {
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return fmt.Errorf("budgettest: loop %q skips unknown check %s; the checks are %s", l.Name, strings.Join(unknown, ", "), strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // prepare validates sub, takes its timing from the model when it gives

@@ -151,11 +151,6 @@ func checkNames() []string {
 	return names
 }
 
-// Validate returns an error for a loop the checks cannot run: one with no
-// Call, or whose Skip names something that is not a check (a typo would
-// otherwise run the check it meant to skip).
-func (l Loop) Validate() error { return validateSkip(l) }
-
 // validateSkip returns an error for a loop with no Call, and one naming
 // each key of l.Skip that is not the
 // name of a check.
