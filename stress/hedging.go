@@ -8,8 +8,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/retrybudget/retrybudget/budget"
 )
 
 // The HedgeLosersCancelled check. A loop that hedges starts another
@@ -17,31 +15,6 @@ import (
 // load for nothing: it cancels them at once and waits for them. A loop that
 // only waits for them lasts as long as its slowest attempt, and so keeps
 // the very latency hedging was for.
-
-// hedgeSpy is the budget of one call of HedgeLosersCancelled: it grants
-// every retry or none, and counts the asks.
-type hedgeSpy struct {
-	deny bool
-
-	mu   sync.Mutex
-	asks int
-}
-
-func (s *hedgeSpy) Request()            {}
-func (s *hedgeSpy) Success(budget.Kind) {}
-
-func (s *hedgeSpy) Retry(k budget.Kind) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.asks++
-	return k.IsRetry() && !s.deny
-}
-
-func (s *hedgeSpy) asked() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.asks
-}
 
 // Timings of the check's call: the first attempt answers after
 // loserRuns unless cancelled; the hedge starts after hedgeDelay and
@@ -84,7 +57,10 @@ func checkHedgeLosersCancelled(t *testing.T, l Loop) {
 					}
 				})
 				defer r.drain()
-				sp := &hedgeSpy{deny: p.deny}
+				sp := &askSpy{grants: grantAll}
+				if p.deny {
+					sp.grants = 0
+				}
 				s := Settings{MaxAttempts: 3, BaseDelay: time.Hour, MaxDelay: time.Hour, FixedDelay: true, NoJitter: true,
 					HedgeDelay: hedgeDelay, HedgeAsksBudget: p.asks}
 				res := r.call(ctx, sp, s)

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/retrybudget/retrybudget/budget"
 )
 
 // The UncappedLoopEnds check. With no attempt limit (Settings.NoAttemptCap,
@@ -23,48 +21,18 @@ import (
 // that ignores NoAttemptCap stops there, and the check says so.
 const uncappedMax = 2
 
-// grantSpy grants the first grants retries and denies the rest, counting
-// the asks; after 20 asks past the grants it cancels the call, so that a
-// loop that asks again after a denial ends.
-type grantSpy struct {
-	grants int
-	cancel func()
-
-	mu   sync.Mutex
-	asks int
-}
-
-func (s *grantSpy) Request()            {}
-func (s *grantSpy) Success(budget.Kind) {}
-
-func (s *grantSpy) Retry(k budget.Kind) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.asks++
-	if s.asks > s.grants+20 {
-		s.cancel()
-	}
-	return k.IsRetry() && s.asks <= s.grants
-}
-
-func (s *grantSpy) asked() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.asks
-}
-
 func checkUncappedLoopEnds(t *testing.T, l Loop) {
 	s := Settings{NoAttemptCap: true, MaxAttempts: uncappedMax, BaseDelay: time.Millisecond, MaxDelay: time.Second, FixedDelay: true, NoJitter: true}
 	paths := []struct {
 		name   string
-		grants int // retries the budget grants; -1: all
+		grants int // retries the budget grants
 		// op fails attempt n; cancel cancels the call.
 		op func(n int, cancel func()) error
 		// premise: at least so many attempts
 		attempts int
 		check    func(t *testing.T, saw string, n, asks int, res result, cancelledAt time.Time)
 	}{
-		{"cancelled during the wait", 1 << 30, func(n int, cancel func()) error {
+		{"cancelled during the wait", grantAll, func(n int, cancel func()) error {
 			if n == 5 {
 				time.AfterFunc(500*time.Microsecond, cancel) // into the 1ms wait
 			}
@@ -80,7 +48,7 @@ func checkUncappedLoopEnds(t *testing.T, l Loop) {
 				t.Errorf("%s; returned %v after the cancel, want at once", saw, d)
 			}
 		}},
-		{"a permanent error", 1 << 30, func(n int, cancel func()) error {
+		{"a permanent error", grantAll, func(n int, cancel func()) error {
 			if n >= 12 {
 				cancel() // a loop that retries it for ever ends here
 			}
@@ -120,7 +88,7 @@ func checkUncappedLoopEnds(t *testing.T, l Loop) {
 					mu.Unlock()
 					cancel()
 				}
-				sp := &grantSpy{grants: p.grants, cancel: stop}
+				sp := &askSpy{grants: p.grants, cancel: stop}
 				r := newRecorder(t, l, func(_ context.Context, n int) error { return p.op(n, stop) })
 				r.own = cancel
 				res := r.call(ctx, sp, s)
