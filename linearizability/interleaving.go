@@ -209,7 +209,8 @@ func (src sources) user(site sched.Site) *frame {
 		case strings.HasPrefix(f.Function, "runtime."),
 			strings.HasPrefix(f.Function, modulePath+"/yield."),
 			strings.HasPrefix(f.Function, modulePath+"/internal/sched."),
-			strings.HasPrefix(f.Function, modulePath+"/budget.(*ManualClock)."):
+			strings.HasPrefix(f.Function, modulePath+"/budget.(*ManualClock)."),
+			strings.HasPrefix(f.Function, modulePath+"/linearizability.(*readClock)."):
 			// The scheduler, and the suite's clock, read by the budget's
 			// code in the frame outside it.
 		case strings.HasPrefix(f.Function, modulePath+"/linearizability."),

@@ -221,13 +221,22 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	}
 	sub := harness.Subject[struct{}]{New: newBudget, WallClock: s.WallClock}
 	clock := new(budget.ManualClock)
+	var stamp atomic.Int64
+	lists := slices.Clone(s.Goroutines)
+	if len(s.Clock) > 0 {
+		steps := make([]model.Op, len(s.Clock))
+		for i, d := range s.Clock {
+			steps[i] = model.OpAdvance(d)
+		}
+		lists = append(lists, steps)
+	}
+	reads := newReadClock(clock, &stamp, len(lists)+1)
 	var b budget.Budget
 	if s.Control == nil {
 		var closeBudget func()
-		b, closeBudget = sub.Open(clock)
+		b, closeBudget = sub.Open(reads)
 		defer closeBudget()
 	}
-	var stamp atomic.Int64
 	run := func(client int, op model.Op) Operation {
 		o := Operation{Client: client, Op: op}
 		o.Call = stamp.Add(1)
@@ -237,7 +246,9 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		if op.Op == model.Advance {
 			sched.Hook.Outside(func() { sub.Advance(clock, op.D) })
 		} else {
+			reads.begin(client)
 			o.Granted = harness.Perform(b, op)
+			o.ReadFrom, o.ReadTo = reads.end(client)
 		}
 		if s.Control != nil {
 			// The return's stamp in a step of its own, which an
@@ -251,20 +262,14 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		return o
 	}
 	before := func() {
+		reads.enter(0)
+		defer reads.leave(0)
 		for _, op := range s.Before {
 			h = append(h, run(0, op))
 		}
 	}
 	if s.Control == nil {
 		before()
-	}
-	lists := slices.Clone(s.Goroutines)
-	if len(s.Clock) > 0 {
-		steps := make([]model.Op, len(s.Clock))
-		for i, d := range s.Clock {
-			steps[i] = model.OpAdvance(d)
-		}
-		lists = append(lists, steps)
 	}
 	results := make([]History, len(lists))
 	errs := make([]error, len(lists))
@@ -273,6 +278,8 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		ops := lists[i]
 		out := make(History, 0, len(ops))
 		errs[i] = harness.Catch(fmt.Sprintf("goroutine %d of the recorded run", i+1), func() {
+			reads.enter(i + 1)
+			defer reads.leave(i + 1)
 			var skip harness.Skipper
 			for j, op := range ops {
 				if s.Structured && skip.Skip(op) {
@@ -321,7 +328,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 					func() {
 						defer sched.Close(built)
 						var closeBudget func()
-						b, closeBudget, openErr = sub.Build(clock)
+						b, closeBudget, openErr = sub.Build(reads)
 						if openErr == nil {
 							defer func() { cleanup = closeBudget }()
 							// A panic here is the budget's, as in a

@@ -28,6 +28,14 @@ type Operation struct {
 	// that nothing can apply the call later, for example after killing
 	// the server that received it. Zero means no bound.
 	Settled int64 `json:"settled,omitempty"`
+	// ReadFrom and ReadTo, when not 0, are stamps a recorder took around
+	// the first and the last clock reading the call made on its own
+	// goroutine: the call read the clock between them. A checker may use
+	// them to try the likely orders first (a budget that decides under a
+	// lock decides between its readings), never to reject an order that
+	// Call and Return allow.
+	ReadFrom int64 `json:"read_from,omitempty"`
+	ReadTo   int64 `json:"read_to,omitempty"`
 }
 
 // String describes o as "[12,15] g2 retry(transient) -> granted".

@@ -29,3 +29,8 @@ func goid() uintptr {
 	}
 	return id
 }
+
+// Current returns an identity of the calling goroutine that no other live
+// goroutine has (see curG). It is for attributing work to goroutines of a
+// run, under control or not.
+func Current() uintptr { return curG() }
