@@ -1,0 +1,15 @@
+module example.com/fromdocs
+
+go 1.26.0
+
+require github.com/retrybudget/retrybudget v0.0.0
+
+require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/tools v0.52.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
+)
+
+replace github.com/retrybudget/retrybudget => ../..
