@@ -3,6 +3,7 @@ package budgettest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -570,7 +571,94 @@ func (sub Subject[S]) replays() []replay {
 			model.OpRetry(model.Throttled), model.OpSuccess(model.FirstAttempt))
 		out = append(out, replay{fmt.Sprintf("jump of %d ns", int64(j)), ops})
 	}
+	if !sub.WallClock && !harness.IsStructured(sub.Model) {
+		for _, g := range idleGaps(scale, sub.Horizon) {
+			out = append(out, replay{"idle gap of " + g.name, gapReplay(sub.Model, g.d, scale)})
+		}
+	}
 	return out
+}
+
+// An idleGap is a clock step the Replay check takes after draining a
+// budget, with the name it is reported by.
+type idleGap struct {
+	name string
+	d    time.Duration
+}
+
+// idleGaps returns the idle gaps at which a narrow counter of time wraps:
+// 2^15 to 2^33 slot widths, windows, milliseconds and seconds, where a
+// slot tag or a tick kept in 16 or 32 bits comes back to a value it had
+// (16 bits of slots alias after 2^16 of them; 32 bits of milliseconds
+// after 49.7 days), and 2^31 to 2^33 nanoseconds and microseconds. Each
+// appears once, in the first unit that names it; a gap past int64 is left
+// out.
+func idleGaps(scale, horizon time.Duration) []idleGap {
+	units := []struct {
+		name string
+		d    time.Duration
+		from int
+	}{
+		{"slot widths", scale, 15}, {"windows", horizon, 15}, {"ms", time.Millisecond, 15}, {"s", time.Second, 15},
+		{"ns", time.Nanosecond, 31}, {"µs", time.Microsecond, 31},
+	}
+	// The replay steps on by two widths after the gap: the clock, summed
+	// from 0, stays below MaxInt64.
+	limit := uint64(math.MaxInt64) - min(2*uint64(max(scale, 0))+1, uint64(math.MaxInt64))
+	var out []idleGap
+	seen := map[time.Duration]bool{}
+	for _, u := range units {
+		if u.d <= 0 {
+			continue
+		}
+		for e := u.from; e <= 33; e++ {
+			hi, lo := bits.Mul64(uint64(u.d), uint64(1)<<e)
+			if hi != 0 || lo > limit {
+				break
+			}
+			d := time.Duration(lo)
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
+			out = append(out, idleGap{fmt.Sprintf("2^%d %s (%d ns)", e, u.name, int64(d)), d})
+		}
+	}
+	return out
+}
+
+// gapReplay is the replay of one idle gap: requests, then retries until
+// the model denies one (at most 2000), so that the budget holds counts
+// and has spent what it may; then the gap, and calls that show whether
+// the budget came back from it as the model does (a stale slot or a
+// wrapped tick shows as an answer that differs).
+func gapReplay[S any](m model.Model[S], gap, scale time.Duration) []model.Op {
+	var ops []model.Op
+	s := m.Init()
+	step := func(op model.Op) bool {
+		ops = append(ops, op)
+		var granted bool
+		s, granted = m.Step(s, op)
+		return granted
+	}
+	for range 20 {
+		step(model.OpRequest)
+	}
+	for i := range 2000 {
+		k := model.Transient
+		if i%2 == 1 {
+			k = model.Throttled
+		}
+		if !step(model.OpRetry(k)) {
+			break
+		}
+	}
+	ops = append(ops, model.OpAdvance(gap))
+	for range 6 {
+		ops = append(ops, model.OpRetry(model.Transient), model.OpRetry(model.Throttled), model.OpRequest)
+	}
+	return append(ops, model.OpSuccess(model.Transient), model.OpAdvance(scale), model.OpRetry(model.Transient),
+		model.OpAdvance(scale/3+1), model.OpRetry(model.Throttled), model.OpSuccess(model.FirstAttempt))
 }
 
 // replayReports is how many failed replays the Replay check reports.

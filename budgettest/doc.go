@@ -106,7 +106,11 @@
 //   - Replay: fixed edge-case sequences replayed against the model: a
 //     drain; 140,000 calls at one instant; refill fractions; and, each on a
 //     budget of its own, clock jumps beside the overflow thresholds of
-//     elapsed × rate and across every order of magnitude to 2^62.
+//     elapsed × rate and across every order of magnitude to 2^62, and
+//     idle gaps after a drain where narrow counters of time wrap: 2^15 to
+//     2^33 slot widths, windows, milliseconds and seconds (a slot tag of
+//     16 bits aliases after 2^16 slots, a tick of 32 bits of milliseconds
+//     after 49.7 days), 2^31 to 2^33 nanoseconds and microseconds.
 //   - Edges: the budget built on a clock that starts at instants where slot
 //     arithmetic breaks (negative ones, the ends of int64), then driven
 //     across slot boundaries. Needs: a model.Starter to start anywhere but

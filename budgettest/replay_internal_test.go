@@ -93,3 +93,54 @@ func TestReplayJumpsOnTheWallClock(t *testing.T) {
 		t.Errorf("wall-clock jumps %v: none is off the multiples of %v", got, scale)
 	}
 }
+
+// After a drain, Replay steps over the idle gaps where narrow counters of
+// time wrap: 2^16 slot widths (a 16-bit slot tag), 2^32 milliseconds (a
+// 32-bit millisecond tick), 2^32 nanoseconds and microseconds; never
+// past MaxInt64, once each, and not on the wall clock or for an in-flight
+// model, which has no time.
+func TestReplayIdleGaps(t *testing.T) {
+	m := model.Ratio{PPM: 100_000, Window: 10 * time.Second, Slots: 10, Floor: 3}
+	sub := Subject[model.RatioState]{Name: "gaps", Model: m, Scale: time.Second, Horizon: 10 * time.Second}
+	gaps := map[time.Duration]string{}
+	for _, r := range sub.replays() {
+		if !strings.HasPrefix(r.name, "idle gap of ") {
+			continue
+		}
+		g := firstAdvance(r.ops)
+		if prev, ok := gaps[g]; ok {
+			t.Errorf("gap %d ns twice: %q and %q", int64(g), prev, r.name)
+		}
+		gaps[g] = r.name
+		var now uint64
+		denied := false
+		s := m.Init()
+		for _, op := range r.ops {
+			if op.Op == model.Advance {
+				now += uint64(op.D)
+				if now > math.MaxInt64 {
+					t.Errorf("replay %q: the clock passes MaxInt64", r.name)
+				}
+				break
+			}
+			var granted bool
+			if s, granted = m.Step(s, op); op.Op == model.Retry && !granted {
+				denied = true
+			}
+		}
+		if !denied {
+			t.Errorf("replay %q: the model denies nothing before the gap; the budget is not drained", r.name)
+		}
+	}
+	for _, want := range []time.Duration{1 << 16 * time.Second, 1 << 32 * time.Millisecond, 1 << 32, 1 << 32 * time.Microsecond, 1 << 15 * 10 * time.Second, 1 << 33 * time.Second} {
+		if _, ok := gaps[want]; !ok {
+			t.Errorf("no idle gap of %d ns (%v); have %d gaps", int64(want), want, len(gaps))
+		}
+	}
+	sub.WallClock = true
+	for _, r := range sub.replays() {
+		if strings.HasPrefix(r.name, "idle gap of ") {
+			t.Fatalf("on the wall clock: replay %q", r.name)
+		}
+	}
+}
