@@ -43,4 +43,17 @@
 //		kind = k
 //		// wait for the backoff, racing ctx.Done()
 //	}
+//
+// # Closing a budget
+//
+// A budget that owns goroutines or connections (an actor, a client of a
+// server) may have a Close() error method that releases them; the
+// reference budgets own nothing and have none. Close may race calls: a
+// call made while Close runs, or after it has returned, must return
+// without panicking and without blocking for ever. Whether such a call
+// takes effect is the budget's choice (denying a retry is the usual
+// answer); the model is not asked. Once Close and every call have
+// returned, no goroutine the budget started may be left. budgettest's
+// Leak check holds a budget to this: four goroutines call it while Close
+// runs and after, and every call must return within 10 s.
 package budget

@@ -103,6 +103,10 @@
 //     goroutines meanwhile is no leak of the budget's. A budget that
 //     replaces its goroutines' labels (pprof.SetGoroutineLabels) hides
 //     what they start. On the wall clock the synctest bubble checks.
+//     Then, for a budget with Close() error, a fresh one is called by 4
+//     goroutines, 20 calls each before Close starts, on while it runs and
+//     30 each after: every call returns within 10 s without panicking,
+//     and no goroutine is left (package budget, "Closing a budget").
 //   - Replay: fixed edge-case sequences replayed against the model: a
 //     drain; 140,000 calls at one instant; refill fractions; and, each on a
 //     budget of its own, clock jumps beside the overflow thresholds of

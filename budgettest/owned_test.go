@@ -1,6 +1,7 @@
 package budgettest_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,10 +63,17 @@ func newOwned(m model.TokenBucket) *owned {
 	return o
 }
 
+// do sends op to the owner and waits for its answer. A call racing Close
+// or made after it returns at once, answering 0 (a retry denied), as the
+// contract asks: the owner answers every message it took.
 func (o *owned) do(op model.Op) int64 {
 	r := make(chan int64, 1)
-	o.calls <- call{op, r}
-	return <-r
+	select {
+	case o.calls <- call{op, r}:
+		return <-r
+	case <-o.done:
+		return 0
+	}
 }
 
 func (o *owned) Request()                 {}
@@ -174,5 +182,35 @@ func TestLeakCheckCallsEveryKind(t *testing.T) {
 		}}, budgettest.CheckLeak)
 	if err == nil || !contains(err.Error(), "no goroutine the budget started outlives it") {
 		t.Fatalf("VerifyCheck(Leak) = %v, want the leak rule", err)
+	}
+}
+
+// stuckAfterClose is owned whose calls wait for the owner even after Close
+// stopped it: a call racing Close, or made after it, blocks for ever.
+type stuckAfterClose struct{ *owned }
+
+func (s stuckAfterClose) do(op model.Op) int64 {
+	r := make(chan int64, 1)
+	s.calls <- call{op, r}
+	return <-r
+}
+
+func (s stuckAfterClose) Retry(k budget.Kind) bool { return s.do(model.OpRetry(model.Kind(k))) == 1 }
+func (s stuckAfterClose) Success(k budget.Kind)    { s.do(model.OpSuccess(model.Kind(k))) }
+
+// A budget whose calls block once Close has run fails the Leak check's
+// race of calls against Close, which names the rule.
+func TestCallsAfterCloseMustReturn(t *testing.T) {
+	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{
+		Name: "stuck after Close", Model: bucket,
+		New: func(*testing.T, budget.Clock) budget.Budget { return stuckAfterClose{newOwned(bucket)} },
+	}, budgettest.CheckLeak)
+	if err == nil {
+		t.Fatal("a budget whose calls block after Close passed the Leak check")
+	}
+	for _, want := range []string{"Closing a budget", "had not returned 10s after Close returned"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the failure lacks %q:\n%v", want, err)
+		}
 	}
 }

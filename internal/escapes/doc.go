@@ -19,9 +19,12 @@
 //     gaps (2^15 to 2^33 slot widths, windows, milliseconds, seconds),
 //     on every run, and passed it before those gaps were added; their
 //     twins pass every check (suite_test.go).
-//   - The other four are classes no check reaches yet: a call racing
-//     Close, an ABA that needs four goroutines and five preemptions, and
-//     keyed budgets that evict a key a call still holds. Their tests here
-//     show each bug by hand, through the public API or, for the stack,
-//     through its unexported steps.
+//   - ActorCloseRace fails the Leak check's race of calls against Close
+//     (a send on the closed channel panics), on every run; ActorSafeClose
+//     passes every check.
+//   - The other three are classes no check reaches yet: an ABA that needs
+//     four goroutines and five preemptions, and keyed budgets that evict
+//     a key a call still holds. Their tests here show each bug by hand,
+//     through the public API or, for the stack, through its unexported
+//     steps.
 package escapes

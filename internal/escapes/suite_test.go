@@ -50,3 +50,28 @@ func TestGapTwinsPassTheSuite(t *testing.T) {
 			New: func(_ *testing.T, c budget.Clock) budget.Budget { return NewTick64Bucket(Tick64BucketModel, c) }})
 	})
 }
+
+// TestCloseRaceCaught: the actor whose Close closes the channel calls send
+// on fails the Leak check's race of calls against Close, on every run.
+func TestCloseRaceCaught(t *testing.T) {
+	t.Run("ActorCloseRace", func(t *testing.T) {
+		sub := budgettest.Subject[model.TokenBucketState]{Name: "ActorCloseRace", Model: ActorCloseRaceModel,
+			New: func(_ *testing.T, c budget.Clock) budget.Budget { return NewActorCloseRace(ActorCloseRaceModel, c) }}
+		err := budgettest.VerifyCheck(t, sub, budgettest.CheckLeak)
+		if err == nil {
+			t.Fatal("passed the Leak check")
+		}
+		for _, want := range []string{"a call racing Close", "send on closed channel"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the failure lacks %q:\n%v", want, err)
+			}
+		}
+	})
+}
+
+// TestActorSafeClosePassesTheSuite: the twin, whose calls racing Close
+// return, passes every check.
+func TestActorSafeClosePassesTheSuite(t *testing.T) {
+	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{Name: "ActorSafeClose", Model: ActorSafeCloseModel,
+		New: func(_ *testing.T, c budget.Clock) budget.Budget { return NewActorSafeClose(ActorSafeCloseModel, c) }})
+}
