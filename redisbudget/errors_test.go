@@ -225,3 +225,59 @@ func TestRetrierSeesRedisUnavailable(t *testing.T) {
 		t.Errorf("with Redis down: %v; want ErrBudgetUnavailable wrapping redisbudget.ErrUnavailable and the operation's error, not ErrDenied", err)
 	}
 }
+
+// hookCounter is a client that counts the hooks added to it.
+type hookCounter struct {
+	*redis.Client
+	hooks int
+}
+
+func (h *hookCounter) AddHook(hook redis.Hook) {
+	h.hooks++
+	h.Client.AddHook(hook)
+}
+
+// Budgets built on one client share one hook: go-redis cannot remove a
+// hook, and one per budget grew without bound in a program that builds
+// budgets as it goes. Every budget still names a refused dial.
+func TestOneHookPerClient(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c := &hookCounter{Client: redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})}
+	defer c.Close()
+	cfg := redisbudget.Config{Client: c, Name: fresh("hooks"), CallTimeout: 50 * time.Millisecond}
+	var last *redisbudget.Ratio
+	for range 100 {
+		if _, err := redisbudget.NewTokenBucket(cfg, budget.DefaultTokenBucketConfig()); err != nil {
+			t.Fatal(err)
+		}
+		if last, err = redisbudget.NewRatio(cfg, budget.DefaultRatioConfig()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.hooks != 1 {
+		t.Errorf("200 budgets on one client added %d hooks to it, want 1", c.hooks)
+	}
+	for range 3 {
+		if _, err = last.RetryContext(context.Background(), budget.Transient); errors.Is(err, syscall.ECONNREFUSED) {
+			break
+		}
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("the 200th budget: %v; want the refused dial in the chain", err)
+	}
+	// Another client gets a hook of its own.
+	other := &hookCounter{Client: redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})}
+	defer other.Close()
+	cfg.Client = other
+	if _, err := redisbudget.NewRatio(cfg, budget.DefaultRatioConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if other.hooks != 1 {
+		t.Errorf("a second client got %d hooks, want 1", other.hooks)
+	}
+}

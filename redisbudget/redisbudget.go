@@ -7,10 +7,15 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
+	"weak"
 
 	"github.com/redis/go-redis/v9"
 
@@ -90,16 +95,67 @@ func (w *dialWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return next
 }
 
-// watch adds a dialWatch to client: on the client itself, and on each node
-// a cluster or ring client makes from now on.
+// watch returns the dialWatch of client, adding it as a hook the first
+// time a constructor sees the client: on the client itself, and on each
+// node a cluster or ring client makes from then on. A client gets one hook
+// however many budgets are built on it; go-redis cannot remove a hook, and
+// one per budget made a program that builds budgets as it goes (one per
+// tenant, say) pay for every one it ever built, in memory and in the time
+// each AddHook takes to copy the list.
 func watch(client redis.UniversalClient) *dialWatch {
+	v := reflect.ValueOf(client)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return hook(client) // a client that is not a pointer has no identity to key on
+	}
+	p := (*byte)(v.UnsafePointer())
+	key := uintptr(unsafe.Pointer(p)) // not a reference: the client can still be collected
+	for {
+		e, ok := watches.Load(key)
+		if ok && e.(watchEntry).client.Value() == p {
+			return e.(watchEntry).w
+		}
+		// No entry, or the entry of a collected client that had the
+		// same address: replace it.
+		fresh := watchEntry{client: weak.Make(p), w: new(dialWatch)}
+		var won bool
+		if ok {
+			won = watches.CompareAndSwap(key, e, fresh)
+		} else {
+			_, loaded := watches.LoadOrStore(key, fresh)
+			won = !loaded
+		}
+		if !won {
+			continue // another constructor got there first: take its entry
+		}
+		addHook(client, fresh.w)
+		runtime.AddCleanup(p, func(key uintptr) { watches.CompareAndDelete(key, fresh) }, key)
+		return fresh.w
+	}
+}
+
+// watches maps a client's address to its watchEntry.
+var watches sync.Map
+
+// A watchEntry is the dialWatch of a client, with a weak pointer that
+// tells the client from a later one at the same address.
+type watchEntry struct {
+	client weak.Pointer[byte]
+	w      *dialWatch
+}
+
+// hook adds a new dialWatch to client and returns it.
+func hook(client redis.UniversalClient) *dialWatch {
 	w := new(dialWatch)
+	addHook(client, w)
+	return w
+}
+
+func addHook(client redis.UniversalClient, w *dialWatch) {
 	if nodes, ok := client.(interface{ OnNewNode(func(*redis.Client)) }); ok {
 		nodes.OnNewNode(func(c *redis.Client) { c.AddHook(w) })
 	} else {
 		client.AddHook(w)
 	}
-	return w
 }
 
 // failure is the error of a failed call: the sentinel, what the call was,
@@ -121,10 +177,11 @@ type Config struct {
 	// then fails once with MOVED (ErrUnavailable), and the next goes to the
 	// new master; after a master dies, which sends no MOVED, go-redis
 	// finds the new one only at its next ClusterStateReloadInterval (60s by
-	// default), so set that to a few seconds. The constructors add a hook
-	// to it (to a cluster's or ring's nodes, those made from then on) that
-	// watches its dials, so that a call that timed out while the client
-	// could not connect names the dial's error.
+	// default), so set that to a few seconds. The first constructor given
+	// a client adds one hook to it (to a cluster's or ring's nodes, those
+	// made from then on), shared by every budget built on it, that watches
+	// its dials, so that a call that timed out while the client could not
+	// connect names the dial's error.
 	Client redis.UniversalClient
 	// Name identifies the budget: every process that shares it uses the
 	// same Name. The key is "retrybudget:{Name}:tb" or ":ratio".

@@ -83,7 +83,10 @@ func (f *Fault) Error() string {
 	switch {
 	case f.Stack == "":
 	case f.Cause == Stuck:
-		fmt.Fprintf(&b, "\nthe goroutines inside the budget:\n%s", stuckIn(f.Stack))
+		// The summary again after the stacks: a CI log cut to its tail
+		// still says what stopped.
+		head := b.String()
+		fmt.Fprintf(&b, "\nthe goroutines inside the budget:\n%s\n(the goroutines above: %s)", stuckIn(f.Stack), head)
 	default:
 		if site := panicSite(f.Stack); site != "" {
 			fmt.Fprintf(&b, "\npanicked at %s", site)
@@ -245,22 +248,50 @@ func Guard(during string, limit time.Duration, f func() error) error {
 	tick := max(limit/8, time.Millisecond)
 	timer := time.NewTicker(tick)
 	defer timer.Stop()
-	seen, since := Progress(), time.Now()
+	w := newWatchdog(limit, tick, Progress(), time.Now())
 	for {
 		select {
 		case err := <-done:
 			return err
 		case <-timer.C:
-			if p := Progress(); p != seen || busy.Load() > 0 {
-				seen, since = p, time.Now()
-				continue
+			if w.stuck(time.Now(), Progress(), busy.Load() > 0) {
+				return &Fault{Cause: Stuck, During: fmt.Sprintf("%s, no call of the budget returned for %v", during, limit), Stack: allStacks()}
 			}
-			if time.Since(since) < limit {
-				continue
-			}
-			return &Fault{Cause: Stuck, During: fmt.Sprintf("%s, no call of the budget returned for %v", during, limit), Stack: allStacks()}
 		}
 	}
+}
+
+// A watchdog decides, tick by tick, whether a run has gone its limit
+// without progress. Time the process did not run does not count: a tick
+// that comes more than two ticks after the one before means the whole
+// process was held up (a paused virtual machine, a container out of its
+// CPU quota, a machine swapping), and the budget's calls, held up with
+// it, could not have returned either. At most two ticks of such a gap
+// count; a budget that is really stuck leaves the process idle, and its
+// ticks come on time.
+type watchdog struct {
+	limit, tick time.Duration
+	seen        uint64    // Progress at the last tick
+	last        time.Time // the last tick
+	quiet       time.Duration
+}
+
+func newWatchdog(limit, tick time.Duration, progress uint64, now time.Time) *watchdog {
+	return &watchdog{limit: limit, tick: tick, seen: progress, last: now}
+}
+
+// stuck takes a tick at now, with the process's Progress and whether a
+// computation of the suite's own is under way, and reports whether the
+// limit has passed without progress.
+func (w *watchdog) stuck(now time.Time, progress uint64, busy bool) bool {
+	gap := min(now.Sub(w.last), 2*w.tick)
+	w.last = now
+	if progress != w.seen || busy {
+		w.seen, w.quiet = progress, 0
+		return false
+	}
+	w.quiet += gap
+	return w.quiet >= w.limit
 }
 
 // allStacks returns the stacks of every goroutine, up to 64 KiB of them.
