@@ -46,8 +46,8 @@ type KeyedConfig[K comparable, B Budget] struct {
 // A key that is dropped loses its state: its next Get builds a new budget,
 // full or empty as New makes it. So that a dropped key does not forget
 // work still in flight, Keyed does not drop a key whose budget reports
-// calls in flight (an InFlight() (calls, retries int) method, as
-// [InFlight] has) while it can drop another.
+// calls or retries in flight (an InFlight() (calls, retries int) method,
+// as [InFlight] has) while it can drop another.
 //
 // Getting a key already held takes no lock and allocates nothing. It
 // writes only the key's own marks, and only when they change: its used
@@ -176,14 +176,16 @@ func (k *Keyed[K, B]) miss(key K) (B, error) {
 	return b, nil
 }
 
-// busy reports whether e's budget has calls in flight.
+// busy reports whether e's budget has calls or retries in flight. A retry
+// counts on its own: a caller that asks for retries without a Request
+// holds retries with no call, and dropping the key forgot them.
 func busy[K comparable, B Budget](e *keyedEntry[K, B]) bool {
 	f, ok := any(e.b).(interface{ InFlight() (calls, retries int) })
 	if !ok {
 		return false
 	}
-	calls, _ := f.InFlight()
-	return calls > 0
+	calls, retries := f.InFlight()
+	return calls > 0 || retries > 0
 }
 
 // sweepIdle drops, at most once per quarter of IdleTimeout, every key idle

@@ -517,6 +517,11 @@ func (sub Subject[S]) replays() []replay {
 	out := []replay{{"drain", drain}, {"volume", volume}, {"ramp", ramp}}
 	if harness.IsStructured(sub.Model) {
 		out = append(out, replay{"calls in flight", inFlightRamp(sub.Model)})
+		if !sub.WallClock {
+			for _, g := range heldGaps() {
+				out = append(out, replay{"calls in flight across an idle gap of " + g.name, heldGapReplay(sub.Model, g.d)})
+			}
+		}
 	}
 	if scale == 0 {
 		return out
@@ -662,6 +667,79 @@ func gapReplay[S any](m model.Model[S], gap, scale time.Duration) []model.Op {
 	}
 	return append(ops, model.OpSuccess(model.Transient), model.OpAdvance(scale), model.OpRetry(model.Transient),
 		model.OpAdvance(scale/3+1), model.OpRetry(model.Throttled), model.OpSuccess(model.FirstAttempt))
+}
+
+// heldGaps are the clock steps the Replay check takes while calls are in
+// flight, on a budget whose rule counts calls and not time: a minute, five,
+// an hour and a day, a second past each (the idle timeouts a budget that
+// drops idle state is likely to have), and 2^15 to 2^33 milliseconds and
+// seconds, where a narrow counter of time wraps (see idleGaps).
+func heldGaps() []idleGap {
+	var out []idleGap
+	for _, d := range []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour} {
+		out = append(out, idleGap{fmt.Sprintf("%v and 1s", d), d + time.Second})
+	}
+	for _, u := range []struct {
+		name string
+		d    time.Duration
+	}{{"ms", time.Millisecond}, {"s", time.Second}} {
+		for e := 15; e <= 33; e++ {
+			out = append(out, idleGap{fmt.Sprintf("2^%d %s", e, u.name), u.d << e})
+		}
+	}
+	return out
+}
+
+// heldGapReplay is the replay of one gap for an in-flight model, drawn
+// with the model's answers: calls open one at a time, each asking for a
+// retry, until the model denies one, so that the budget holds calls and
+// retries in flight and has granted what it may; then the clock steps
+// over the gap with all of them still in flight, and new calls ask for
+// retries (a budget that took the idle time for an end of its calls, and
+// dropped or reset what it counts, grants one the model denies). Then the
+// calls end, one at a time, each end followed by a new call's request for
+// a retry, so that the counts after the gap must still add up.
+func heldGapReplay[S any](m model.Model[S], gap time.Duration) []model.Op {
+	state := m.Init()
+	var ops []model.Op
+	do := func(op model.Op) bool {
+		var g bool
+		state, g = m.Step(state, op)
+		ops = append(ops, op)
+		return g
+	}
+	var open []bool // each open call: whether it holds a granted retry
+	ask := func() bool {
+		do(model.OpRequest)
+		do(model.OpAttemptEnd(model.FirstAttempt))
+		granted := do(model.OpRetry(model.Transient))
+		open = append(open, granted)
+		return granted
+	}
+	end := func() {
+		if open[len(open)-1] {
+			do(model.OpAttemptEnd(model.Transient))
+		}
+		do(model.OpCallEnd)
+		open = open[:len(open)-1]
+	}
+	for i := 0; i < 1000; i++ {
+		if !ask() && i >= 3 {
+			break
+		}
+	}
+	do(model.OpAdvance(gap))
+	for range 3 {
+		ask()
+	}
+	for len(open) > 0 {
+		end()
+		if len(open)%2 == 0 {
+			ask()
+			end()
+		}
+	}
+	return ops
 }
 
 // replayReports is how many failed replays the Replay check reports.

@@ -114,7 +114,12 @@
 //     idle gaps after a drain where narrow counters of time wrap: 2^15 to
 //     2^33 slot widths, windows, milliseconds and seconds (a slot tag of
 //     16 bits aliases after 2^16 slots, a tick of 32 bits of milliseconds
-//     after 49.7 days), 2^31 to 2^33 nanoseconds and microseconds.
+//     after 49.7 days), 2^31 to 2^33 nanoseconds and microseconds. For an
+//     in-flight budget (a structured model), calls and retries held in
+//     flight across idle gaps of a minute, five, an hour and a day (a
+//     second past each) and 2^15 to 2^33 milliseconds and seconds: a
+//     budget that drops or resets idle state while calls are in flight
+//     grants a retry the model denies.
 //   - Edges: the budget built on a clock that starts at instants where slot
 //     arithmetic breaks (negative ones, the ends of int64), then driven
 //     across slot boundaries. Needs: a model.Starter to start anywhere but
@@ -143,6 +148,16 @@
 // to the fewest calls in flight. Leak makes whole calls and Replay ramps the
 // calls in flight up to hundreds and back. The Model check draws calls too,
 // and Reset for a model.Resetter.
+//
+// A keyed budget (one budget per host or tenant, a bounded number of keys
+// held, as budget.Keyed holds them) is checked one key at a time with
+// Keyed as its factory: each budget the suite builds is one key of a fresh
+// keyed budget, and before each of its calls Keyed calls as many other
+// keys as the keyed budget may hold, so that every call makes it drop a
+// key. The model is the rule of one key, and every check holds the key to
+// it while the keys around it come and go: a keyed budget that drops a
+// key a call still holds (and loses the call's charge, or its count of
+// calls in flight) grants a retry the model denies.
 //
 // A subject that fails validation, or a factory that fails on its first
 // call, gets one Failure and no checks. A panic in the budget, a call that

@@ -72,8 +72,6 @@ func ExampleRun() {
 	}
 }
 
-// Verify returns the failures instead of failing the test, for a gate
-// that decides for itself; VerifyCheck runs one check.
 // A budget that counts work in flight is checked against a model that
 // does (model.InFlight, with Envoy's rule or failsafe-go's): the suite then
 // draws whole calls, tells the budget when attempts and calls end, and
@@ -94,6 +92,38 @@ func ExampleRun_inFlight() {
 	}
 }
 
+// A keyed budget (a budget per host, per tenant) is checked one key at a
+// time against the rule of one key, with its other keys coming and going:
+// give Keyed its bound on the keys and a lookup of a fresh keyed budget.
+// Here budget.Keyed holds at most 2 keys, so every call of the key under
+// test makes it drop one; a key with calls in flight must not be the one.
+func ExampleKeyed() {
+	_ = func(t *testing.T) { // func TestMyKeyedBudget(t *testing.T)
+		budgettest.Run(t, budgettest.Subject[model.InFlightState]{
+			Name:  "per-host in-flight budgets",
+			Model: model.EnvoyDefaults(), // the rule of one key
+			New: budgettest.Keyed(2, func(t *testing.T, _ budget.Clock) func(key string) budget.Budget {
+				hosts, err := budget.NewKeyed(budget.KeyedConfig[string, *budget.InFlight]{
+					MaxKeys: 2,
+					New:     func(string) (*budget.InFlight, error) { return budget.NewInFlight(budget.DefaultInFlightConfig()) },
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return func(host string) budget.Budget {
+					b, err := hosts.Get(host)
+					if err != nil {
+						panic(err) // Get fails only when New does
+					}
+					return b
+				}
+			}),
+		})
+	}
+}
+
+// Verify returns the failures instead of failing the test, for a gate
+// that decides for itself; VerifyCheck runs one check.
 func ExampleVerify() {
 	_ = func(t *testing.T) {
 		sub := budgettest.Subject[model.TokenBucketState]{

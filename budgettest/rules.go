@@ -28,7 +28,7 @@ const (
 	ruleNoDeadlock    rule = "every call returns: the budget neither deadlocks nor livelocks"
 	ruleNoLeak        rule = "no goroutine the budget started outlives it (a budget that owns goroutines stops them in Close() error)"
 	ruleClose         rule = "a call racing Close, or made after it, returns without panicking (package budget, \"Closing a budget\")"
-	ruleReplay        rule = "fixed edge-case sequences (drains, 140,000 calls at one instant, ramps, slot edges, clock jumps near overflow, idle gaps where narrow counters wrap, refills) give the model's answers"
+	ruleReplay        rule = "fixed edge-case sequences (drains, 140,000 calls at one instant, ramps, slot edges, clock jumps near overflow, idle gaps where narrow counters wrap, idle gaps with calls in flight, refills) give the model's answers"
 	ruleEdges         rule = "from any starting instant, negative or near the ends of int64, the budget answers as the model does"
 	ruleAmplification rule = "under a 100% outage the budget grants no more retries than its model: it bounds the load"
 	rulePanic         rule = "nothing the suite calls panics: the model's methods included"

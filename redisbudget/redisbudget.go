@@ -190,7 +190,7 @@ type Config struct {
 	CallTimeout time.Duration
 	// IdleTTL is how long a budget's key lives without calls; an expired
 	// budget starts again as new. Zero means one hour; other values under
-	// MinIdleTTL (1s) are rejected.
+	// one second are rejected.
 	IdleTTL time.Duration
 	// Clock, if set, replaces the server's TIME: for tests. It is read in
 	// the process before each call and sent with it, so a step of it
@@ -254,13 +254,13 @@ func hashTag(key string) string {
 	return key
 }
 
-// MinIdleTTL is the shortest IdleTTL a Config takes. The scripts give
+// minIdleTTL is the shortest IdleTTL a Config takes (Config.IdleTTL says so). The scripts give
 // Redis the TTL in whole milliseconds, so one under 1ms expired the key at
 // once and turned the budget off; a TTL a little over that is still a
 // likely slip of units (IdleTTL: 3600, meant as seconds, is 3.6µs), and a
 // budget that forgets its state within a second between calls does not
 // limit anything.
-const MinIdleTTL = time.Second
+const minIdleTTL = time.Second
 
 func (c *Config) check() error {
 	bad := func(field string, value any, want string) error {
@@ -273,8 +273,8 @@ func (c *Config) check() error {
 		return bad("Name", `""`, "set")
 	case c.CallTimeout < 0:
 		return bad("CallTimeout", c.CallTimeout, ">= 0 (0 is 100ms)")
-	case c.IdleTTL < 0 || c.IdleTTL > 0 && c.IdleTTL < MinIdleTTL:
-		return bad("IdleTTL", c.IdleTTL, "0 (one hour) or at least "+MinIdleTTL.String())
+	case c.IdleTTL < 0 || c.IdleTTL > 0 && c.IdleTTL < minIdleTTL:
+		return bad("IdleTTL", c.IdleTTL, "0 (one hour) or at least "+minIdleTTL.String())
 	case c.FleetSize < 0:
 		return bad("FleetSize", c.FleetSize, ">= 0")
 	}

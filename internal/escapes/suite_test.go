@@ -75,3 +75,78 @@ func TestActorSafeClosePassesTheSuite(t *testing.T) {
 	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{Name: "ActorSafeClose", Model: ActorSafeCloseModel,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget { return NewActorSafeClose(ActorSafeCloseModel, c) }})
 }
+
+// The keyed budgets, put through the suite as a team would put its own:
+// budgettest.Keyed serves one key and makes the keys around it come and
+// go, and the model is the rule of one key.
+func evictFullQuotaSubject() budgettest.Subject[model.TokenBucketState] {
+	return budgettest.Subject[model.TokenBucketState]{Name: "EvictFullQuota", Model: EvictFullQuotaModel,
+		New: budgettest.Keyed(2, func(_ *testing.T, c budget.Clock) func(string) budget.Budget {
+			return NewEvictFullQuota(EvictFullQuotaModel, 2, c).Budget
+		})}
+}
+
+func safeKeyedSubject() budgettest.Subject[model.TokenBucketState] {
+	return budgettest.Subject[model.TokenBucketState]{Name: "SafeKeyed", Model: SafeKeyedModel,
+		New: budgettest.Keyed(2, func(_ *testing.T, c budget.Clock) func(string) budget.Budget {
+			return NewSafeKeyed(SafeKeyedModel, 2, c).Budget
+		})}
+}
+
+func inFlightSubject(name string, budgetOf func(clock budget.Clock) func(string) budget.InFlightBudget) budgettest.Subject[model.InFlightState] {
+	return budgettest.Subject[model.InFlightState]{Name: name, Model: SafeKeyedInFlightModel,
+		New: budgettest.Keyed(2, func(_ *testing.T, c budget.Clock) func(string) budget.Budget {
+			of := budgetOf(c)
+			return func(key string) budget.Budget { return of(key) }
+		})}
+}
+
+// TestKeyedMutantsCaught: a keyed budget that drops a full quota a call
+// still holds fails the suite (Linearizable and Invariant: the dropped
+// charge shows as a retry too many); one that drops an idle key with calls
+// in flight fails Replay, whose idle gaps hold calls in flight.
+func TestKeyedMutantsCaught(t *testing.T) {
+	t.Run("EvictFullQuota", func(t *testing.T) {
+		err := budgettest.VerifyCheck(t, evictFullQuotaSubject(), budgettest.CheckInvariant)
+		if err == nil {
+			t.Fatal("passed the Invariant check")
+		}
+		t.Log(firstLine(err))
+	})
+	t.Run("EvictIdleInFlight", func(t *testing.T) {
+		sub := inFlightSubject("EvictIdleInFlight", func(c budget.Clock) func(string) budget.InFlightBudget {
+			return NewEvictIdleInFlight(EvictIdleInFlightModel, KeyedIdleTimeout, c).Budget
+		})
+		err := budgettest.VerifyCheck(t, sub, budgettest.CheckReplay)
+		if err == nil {
+			t.Fatal("passed the Replay check")
+		}
+		if !strings.Contains(err.Error(), "calls in flight across an idle gap of 1m0s and 1s") {
+			t.Errorf("the failure does not name the one-minute gap with calls in flight:\n%v", err)
+		}
+	})
+}
+
+// TestKeyedMutantCaughtByLinearizable: the dropped charge also breaks
+// linearizability, found by the checks' default stages.
+func TestKeyedMutantCaughtByLinearizable(t *testing.T) {
+	if err := budgettest.VerifyCheck(t, evictFullQuotaSubject(), budgettest.CheckLinearizable); err == nil {
+		t.Fatal("passed the Linearizable check")
+	}
+}
+
+// TestKeyedTwinsPassTheSuite: the twins, which drop only what no call
+// holds, pass every check with their keys coming and going.
+func TestKeyedTwinsPassTheSuite(t *testing.T) {
+	t.Run("SafeKeyed", func(t *testing.T) { budgettest.Run(t, safeKeyedSubject()) })
+	t.Run("SafeKeyedInFlight", func(t *testing.T) {
+		budgettest.Run(t, inFlightSubject("SafeKeyedInFlight", func(c budget.Clock) func(string) budget.InFlightBudget {
+			return NewSafeKeyedInFlight(SafeKeyedInFlightModel, KeyedIdleTimeout, c).Budget
+		}))
+	})
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
