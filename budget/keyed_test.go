@@ -132,6 +132,30 @@ func TestKeyedKeepsWorkInFlight(t *testing.T) {
 	a.CallEnd()
 }
 
+// A granted retry with no call in flight (a caller that retries without
+// Request) keeps its key too: dropping it forgot the retry.
+func TestKeyedKeepsRetriesInFlight(t *testing.T) {
+	k, err := budget.NewKeyed(budget.KeyedConfig[string, *budget.InFlight]{
+		MaxKeys: 2,
+		New:     func(string) (*budget.InFlight, error) { return budget.NewInFlight(budget.DefaultInFlightConfig()) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := get(t, k, "a")
+	if !a.Retry(budget.Transient) {
+		t.Fatal("the first retry was denied")
+	}
+	get(t, k, "b")
+	get(t, k, "c") // drops b, not a
+	if get(t, k, "a") != a {
+		t.Fatal("the key with a retry in flight was dropped")
+	}
+	if _, retries := a.InFlight(); retries != 1 {
+		t.Errorf("%d retries in flight, want 1", retries)
+	}
+}
+
 func TestKeyedErrors(t *testing.T) {
 	if _, err := budget.NewKeyed(budget.KeyedConfig[string, budget.Budget]{}); !errors.Is(err, budget.ErrInvalidConfig) {
 		t.Errorf("NewKeyed with no New: %v, want ErrInvalidConfig", err)
