@@ -22,9 +22,12 @@
 //   - ActorCloseRace fails the Leak check's race of calls against Close
 //     (a send on the closed channel panics), on every run; ActorSafeClose
 //     passes every check.
-//   - The other three are classes no check reaches yet: an ABA that needs
-//     four goroutines and five preemptions, and keyed budgets that evict
-//     a key a call still holds. Their tests here show each bug by hand,
-//     through the public API or, for the stack, through its unexported
-//     steps.
+//   - EvictFullQuota, put through the suite with budgettest.Keyed (which
+//     makes the keys around the key under test come and go), fails
+//     Invariant and Linearizable; EvictIdleInFlight fails Replay, whose
+//     idle gaps hold calls in flight for an in-flight budget. Their twins
+//     pass every check the same way (suite_test.go).
+//   - ABAStack is a class no check reaches yet: its ABA needs four
+//     goroutines and five preemptions. Its test here shows the bug by
+//     hand, through the stack's unexported steps.
 package escapes
