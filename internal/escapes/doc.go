@@ -11,6 +11,8 @@
 //	Treiber-stack ABA     ABAStack           TaggedStack       (stack.go)
 //	keyed eviction        EvictFullQuota     SafeKeyed         (keyed.go)
 //	keyed idle in-flight  EvictIdleInFlight  SafeKeyedInFlight (keyedinflight.go)
+//	spin, then lock       SpinThenStore      SpinThenCAS       (deep.go)
+//	seqlock writer        SplitSeqlock       PackedSeqlock     (deep.go)
 //
 // They were written apart from the suite's checks, from the contract and
 // the models alone. What the suite makes of them today:
@@ -30,4 +32,13 @@
 //   - ABAStack is a class no check reaches yet: its ABA needs four
 //     goroutines and five preemptions. Its test here shows the bug by
 //     hand, through the stack's unexported steps.
+//   - SpinThenStore and SplitSeqlock, written apart from the checks like
+//     the others, are a class made to need three preemptions: a call
+//     must lose both of its optimistic attempts (a preemption in each)
+//     and then be preempted between its slow path's read and its write,
+//     so a search of every schedule with at most two preemptions misses
+//     them, and one with three, two goroutines and at most four calls
+//     each, finds them (deep.go proves both). Their tests play the
+//     three-preemption schedules by hand, through the unexported steps;
+//     the twins follow their models there and under free concurrency.
 package escapes
