@@ -61,5 +61,5 @@ func Interleaving[S any](ctx context.Context, m model.Model[S], s Scenario, newB
 // Deprecated: use Search, which runs the exhaustive stage under control.
 func Exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget, bound, limit int,
 	found func(History, yield.Report) bool) (ExhaustReport, error) {
-	return exhaust(ctx, s, newBudget, bound, limit, found)
+	return exhaust(ctx, s, newBudget, bound, limit, false, found)
 }

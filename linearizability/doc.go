@@ -17,7 +17,8 @@
 //     one operation list per goroutine, and the steps of a clock goroutine.
 //   - Under control (code rewritten by budgetcheck, see package yield),
 //     small scenarios at the model's edges run first under every schedule
-//     with at most two preemptions, then random ones
+//     with at most two preemptions (the smallest again with three inside
+//     calls), then random ones
 //     under a few controlled schedules each; without control, runs are free.
 //   - [Check] searches for an order of each [History] that the model
 //     accepts. Its [Result] is Linearizable, a Violation (with the longest

@@ -16,10 +16,18 @@ import (
 // The exhaustive stage of the Linearizable check. Random schedules (PCT, a
 // walk) give no bound: a pass says nothing of the schedules not tried. So
 // under control, before them, small scenarios that meet at the budget's
-// edges are run under every schedule with at most
-// two preemptions
-// (Exhaust). A pass of the stage then means: no violation
-// in any schedule, with at most that many preemptions, of these scenarios.
+// edges are run under every schedule with at most two preemptions (a
+// preemption: a switch away from a goroutine that could have gone on).
+// Then the scenarios among them that took at most deepenFrom schedules
+// run again under every schedule with at most three preemptions inside
+// calls, a switch at a goroutine standing between two of its calls being
+// free: a call that loses two optimistic attempts and is overtaken once
+// more in its fallback needs that, and the scenario threeUpdates is made
+// for it. A pass of the stage then means: no violation in any schedule
+// with at most two preemptions of each scenario reported complete, nor
+// in any with at most three inside calls of each small scenario reported
+// complete at three. A scenario cut short is named, never taken for a
+// pass of its bound.
 
 // exhaustLimit bounds the schedules of one scenario of the exhaustive
 // stage, and exhaustTotal those of the stage: counts, not time, so that a
@@ -36,6 +44,19 @@ const (
 	exhaustLimit  = 5_000
 	exhaustTotal  = 40_000
 	exhaustWithin = 2 * time.Minute
+)
+
+// The exhaustive stage runs again, at three preemptions inside calls, the
+// scenarios that were complete at two within deepenFrom schedules (the
+// small ones): the scenarios made for a third preemption first, then the
+// cheapest at two. Each runs up to deepenLimit schedules, deepenTotal in
+// all, under the same guard of time. deepenLimits says so in the words the
+// log, the package docs and the README use.
+const (
+	deepenFrom   = 300
+	deepenLimit  = 5_000
+	deepenTotal  = 20_000
+	deepenLimits = "5,000 a scenario, 20,000 in all"
 )
 
 // edgeScan bounds the calls a search for a budget's edge makes.
@@ -160,6 +181,30 @@ func (se *searcher[S]) exhaustScenarios() []namedScenario {
 			out = append(out, namedScenario{"new, the first calls, then asks to the first denial", Scenario{
 				Goroutines: [][]model.Op{{retry(t)}, probe}}})
 		}
+		if len(w.ops) == 0 {
+			// Four goroutines take tokens and give them back, as a pool
+			// of reused nodes sees them: one takes one and holds it, one
+			// takes one and returns two, one returns one, while the
+			// first asks on. A lock-free pool whose compare-and-swap
+			// compares a reused node's index only (an ABA) is fooled when
+			// one ask reads the top, and a node it read is taken, freed
+			// and pushed back before its swap: it takes more goroutines
+			// than preemptions, as a goroutine that has returned gives
+			// way at no cost.
+			k, n := churnKind(m)
+			out = append(out, namedScenario{"new, four goroutines take and return tokens, then asks", Scenario{
+				Goroutines: [][]model.Op{repeat(retry(k), min(max(n, 1), maxProbe)), {retry(k)}, {retry(k), success(k), success(k)}, {success(k)}}}})
+		}
+		if gs, ok := threeUpdatesEdge(m, w.ops); ok && len(w.ops) == 0 {
+			// One call that three updates of another goroutine overtake,
+			// one in each of three windows (see deepenFrom): a call that
+			// falls back to a slow path after losing two optimistic
+			// attempts, and is overtaken a third time there, overwrites
+			// the third update. The updates end one grant from the
+			// first denial, so a charge or a credit lost shows in the
+			// answers of the two asks after them.
+			out = append(out, namedScenario{threeUpdates, gs})
+		}
 		out = append(out,
 			namedScenario{at("as much as it holds: a credit races asks that go on to the first denial"), Scenario{Before: w.ops,
 				Goroutines: [][]model.Op{{success(f)}, probe}}})
@@ -249,12 +294,74 @@ type namedScenario struct {
 	s    Scenario
 }
 
+// threeUpdates names the scenario made for a third preemption: it is
+// deepened first (see deepenFrom).
+const threeUpdates = "new, a retry overtaken by three updates, then two asks"
+
+func (ns namedScenario) deep() bool { return ns.name == threeUpdates }
+
 func repeat(op model.Op, n int) []model.Op {
 	ops := make([]model.Op, n)
 	for i := range ops {
 		ops[i] = op
 	}
 	return ops
+}
+
+// threeUpdatesEdge returns the scenario threeUpdates: a retry of kind a
+// on one goroutine; on the other, retries of kinds b and a (all three
+// granted), a success of kind b, then two retries of kind b, after as many
+// retries of kind a before as leave the first of those two granted and
+// the second denied. The kinds are the first pair, transient before
+// throttled, for which there are such retries; ok is false if there are
+// none.
+func threeUpdatesEdge[S any](m model.Model[S], warmup []model.Op) (Scenario, bool) {
+	t, th := model.Transient, model.Throttled
+	for _, k := range [][2]model.Kind{{t, th}, {th, t}, {th, th}, {t, t}} {
+		a, b := model.OpRetry(k[0]), model.OpRetry(k[1])
+		for j := range edgeScan {
+			before := append(slices.Clip(warmup), repeat(a, j)...)
+			s := m.Init()
+			for _, op := range before {
+				s, _ = m.Step(s, op)
+			}
+			all := true
+			for _, op := range []model.Op{a, b, a} {
+				var granted bool
+				s, granted = m.Step(s, op)
+				all = all && granted
+			}
+			if !all {
+				break // fewer grants than the updates need
+			}
+			s, _ = m.Step(s, model.OpSuccess(k[1]))
+			s, first := m.Step(s, b)
+			if _, second := m.Step(s, b); first && !second {
+				return Scenario{Before: before, Goroutines: [][]model.Op{{a}, {b, a, model.OpSuccess(k[1]), b, b}}}, true
+			}
+		}
+	}
+	return Scenario{}, false
+}
+
+// churnKind returns the retry kind the model grants most often in a row
+// when new, transient on a tie, and how many.
+func churnKind[S any](m model.Model[S]) (model.Kind, int) {
+	count := func(k model.Kind) int {
+		s := m.Init()
+		for n := range maxProbe {
+			var granted bool
+			if s, granted = m.Step(s, model.OpRetry(k)); !granted {
+				return n
+			}
+		}
+		return maxProbe
+	}
+	t, th := count(model.Transient), count(model.Throttled)
+	if th > t {
+		return model.Throttled, th
+	}
+	return model.Transient, t
 }
 
 // grantsLeft returns how many Retry(Transient) calls in a row the model
@@ -511,6 +618,11 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 		return cmp.Or(cmp.Compare(ga, gb), cmp.Compare(oa, ob))
 	})
 	complete, notRun := 0, 0
+	type sized struct {
+		namedScenario
+		schedules int
+	}
+	var small []sized // complete at two preemptions in few schedules
 	for _, ns := range scenarios {
 		if se.blocked != "" {
 			notRun++ // said once, below
@@ -526,37 +638,9 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 			short = append(short, fmt.Sprintf("%q (not run: the stage ran past its guard of %v)", ns.name, exhaustWithin))
 			continue
 		}
+		rep, viol, failing, inconclusive, err := se.exhaustOne(t, ns, preemptionBound, min(exhaustLimit, exhaustTotal-total), false)
 		s := ns.s
 		s.WallClock = se.tg.WallClock
-		var viol *Result[S]
-		var failing Scenario
-		var inconclusive *Finding
-		var bubble func(func() error) error
-		if se.tg.WallClock {
-			// Each run in a bubble of its own, as every other run of a
-			// wall-clock budget: outside one it reads the real clock.
-			bubble = func(f func() error) error {
-				return se.harness(t).InBubble(t, "an exhaustive run", func(*testing.T) error { return f() })
-			}
-		}
-		rep, err := exhaust(context.Background(), s, se.harness(t).New, 0, min(exhaustLimit, exhaustTotal-total), func(h History, r sched.Report) bool {
-			se.fellBack(r)
-			res := Check(se.tg.Model, h, se.timeout())
-			if res.Verdict == Linearizable {
-				// Once a run fell back, every run would wait out its
-				// stall the same way: the stage stops.
-				return se.blocked != ""
-			}
-			if res.Verdict == Inconclusive {
-				inconclusive = &Finding{Verdict: Inconclusive, Detail: fmt.Sprintf("%s: the exhaustive stage, %s: %s", se.name(), ns.name, res.Explain())}
-				return true
-			}
-			o := r.Options
-			failing = s
-			failing.Control = &o
-			viol = &res
-			return true
-		}, bubble)
 		total += rep.Schedules
 		if err != nil || inconclusive != nil {
 			return nil, s, "", inconclusive, err
@@ -570,6 +654,9 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 		}
 		if rep.Complete {
 			complete++
+			if rep.Schedules <= deepenFrom {
+				small = append(small, sized{ns, rep.Schedules})
+			}
 		} else {
 			short = append(short, fmt.Sprintf("%q (cut short after %d schedules; %d runs diverged)", ns.name, rep.Schedules, rep.Diverged))
 		}
@@ -580,6 +667,45 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 	// is no failure (the random schedules run too), but it says less.
 	se.summary(t, "exhaustive stage: %d of %d scenarios complete, %d cut short, %d not run; %d schedules in %v (limits: %s)",
 		complete, len(scenarios), len(scenarios)-complete-notRun, notRun, total, time.Since(start).Round(time.Millisecond), exhaustLimits)
+	// Then one preemption more for the small scenarios: a call that must
+	// lose two optimistic attempts and then be preempted once more inside
+	// its fallback needs three.
+	// The scenarios made for a third preemption first, then the cheapest
+	// at two: the likeliest to complete at three.
+	slices.SortStableFunc(small, func(a, b sized) int {
+		return cmp.Or(-cmp.Compare(btoi(a.deep()), btoi(b.deep())), cmp.Compare(a.schedules, b.schedules))
+	})
+	deep, deepShort, deepTotal, deepStart := 0, 0, 0, time.Now()
+	for _, sz := range small {
+		ns := sz.namedScenario
+		if se.blocked != "" || deepTotal >= deepenTotal || time.Since(start) > exhaustWithin {
+			continue // counted as not run, below
+		}
+		rep, viol, failing, inconclusive, err := se.exhaustOne(t, ns, preemptionBound+1, min(deepenLimit, deepenTotal-deepTotal), true)
+		deepTotal += rep.Schedules
+		if err != nil || inconclusive != nil {
+			s := ns.s
+			s.WallClock = se.tg.WallClock
+			return nil, s, "", inconclusive, err
+		}
+		what := fmt.Sprintf("the exhaustive stage (every schedule with at most %d preemptions inside calls), scenario %q: %d schedules", rep.Bound, ns.name, rep.Schedules)
+		if viol != nil {
+			return viol, failing, what + ", the last of them failing", nil, nil
+		}
+		if rep.Complete {
+			deep++
+		} else {
+			deepShort++
+			what += " (cut short)"
+		}
+		t.Logf("%s: %s", se.name(), what)
+	}
+	if len(small) > 0 {
+		// Counts only: a deepened scenario cut short is still complete at
+		// two preemptions, which the line above says.
+		se.summary(t, "exhaustive stage at %d preemptions inside calls: %d of %d small scenarios complete, %d cut short, %d not run; %d schedules in %v (limits: %s)",
+			preemptionBound+1, deep, len(small), deepShort, len(small)-deep-deepShort, deepTotal, time.Since(deepStart).Round(time.Millisecond), deepenLimits)
+	}
 	for _, s := range short {
 		se.summary(t, "exhaustive stage: not every schedule of %s", s)
 	}
@@ -587,4 +713,50 @@ func (se *searcher[S]) exhaustStage(t *testing.T) (*Result[S], Scenario, string,
 		se.summary(t, "exhaustive stage: stopped after three runs fell back to free running (%s)", firstLine(se.blocked))
 	}
 	return nil, Scenario{}, "", nil, nil
+}
+
+// exhaustOne runs one scenario of the exhaustive stage under every schedule
+// with at most bound preemptions, up to limit schedules, and returns the
+// first violation with the scenario and schedule that give it, or a
+// finding when the check of a history was inconclusive.
+func (se *searcher[S]) exhaustOne(t *testing.T, ns namedScenario, bound, limit int, inCalls bool) (exhaustReport, *Result[S], Scenario, *Finding, error) {
+	s := ns.s
+	s.WallClock = se.tg.WallClock
+	var viol *Result[S]
+	var failing Scenario
+	var inconclusive *Finding
+	var bubble func(func() error) error
+	if se.tg.WallClock {
+		// Each run in a bubble of its own, as every other run of a
+		// wall-clock budget: outside one it reads the real clock.
+		bubble = func(f func() error) error {
+			return se.harness(t).InBubble(t, "an exhaustive run", func(*testing.T) error { return f() })
+		}
+	}
+	rep, err := exhaust(context.Background(), s, se.harness(t).New, bound, limit, inCalls, func(h History, r sched.Report) bool {
+		se.fellBack(r)
+		res := Check(se.tg.Model, h, se.timeout())
+		if res.Verdict == Linearizable {
+			// Once a run fell back, every run would wait out its
+			// stall the same way: the stage stops.
+			return se.blocked != ""
+		}
+		if res.Verdict == Inconclusive {
+			inconclusive = &Finding{Verdict: Inconclusive, Detail: fmt.Sprintf("%s: the exhaustive stage, %s: %s", se.name(), ns.name, res.Explain())}
+			return true
+		}
+		o := r.Options
+		failing = s
+		failing.Control = &o
+		viol = &res
+		return true
+	}, bubble)
+	return rep, viol, failing, inconclusive, err
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

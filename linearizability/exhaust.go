@@ -30,6 +30,9 @@ type exhaustReport struct {
 	Schedules int
 	// Bound is the preemption bound the schedules kept to.
 	Bound int
+	// InCalls is set when Bound counted the preemptions inside calls
+	// only: a switch at a goroutine that stood between two calls was free.
+	InCalls bool
 	// Complete is set when every schedule of the scenario with at most
 	// Bound preemptions was run: the exploration was not cut short by its
 	// limit, by a visit that stopped it, or by a run that could not be
@@ -78,12 +81,12 @@ type exhaustReport struct {
 //
 // inBubble, when not nil, runs each recorded run: in the testing/synctest
 // bubble of a wall-clock subject, whose budget reads time.Now.
-func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget, bound, limit int,
+func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget, bound, limit int, inCalls bool,
 	visit func(History, sched.Report) (stop bool), inBubble ...func(func() error) error) (exhaustReport, error) {
 	if bound <= 0 {
 		bound = preemptionBound
 	}
-	rep := exhaustReport{Bound: bound, Complete: true}
+	rep := exhaustReport{Bound: bound, InCalls: inCalls, Complete: true}
 	var base sched.Options
 	if s.Control != nil {
 		base = *s.Control
@@ -175,7 +178,7 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 			stacks = [][]branch{{{base: start, n: len(start), g: -1}}}
 			continue
 		}
-		for _, nb := range branches(r.Options.Schedule, r.Choices, b.len(), b.sleep, bound, rep.Unguarded) {
+		for _, nb := range branches(r.Options.Schedule, r.Choices, b.len(), b.sleep, bound, inCalls, rep.Unguarded) {
 			nb.dev = b.dev + 1
 			for len(stacks) <= nb.dev {
 				stacks = append(stacks, nil)
@@ -252,7 +255,7 @@ func (b branch) prefix() []int {
 // memory (a count decremented without the lock). A local step then
 // commutes with none, and the search tries the others' steps at each of
 // them.
-func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bound int, racy bool) []branch {
+func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bound int, inCalls, racy bool) []branch {
 	// nextObj[i*gs+g] is g's footprint at state i: what its steps from
 	// i on touch, up to the step at which it next blocks.
 	n := len(order)
@@ -308,7 +311,9 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 	z := uint64(0) // the sleep set of this run's continuation, before step i
 	cost := 0
 	for i, ch := range choices {
-		preempts := func(g int) bool { return ch.Held >= 0 && g != ch.Held || ch.Spun && g != order[i] }
+		preempts := func(g int) bool {
+			return ch.Held >= 0 && g != ch.Held && !(inCalls && ch.Between) || ch.Spun && g != order[i]
+		}
 		switch {
 		case i == prefix-1:
 			z = sleep

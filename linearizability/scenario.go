@@ -286,7 +286,10 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 					continue
 				}
 				if s.Control != nil {
-					sched.Hook.PointAt(&stamp) // a switch between any two operations; the step stamps the call
+					// A switch between any two operations, free of the
+					// bound of preemptions; the step stamps the call.
+					sched.Hook.Between()
+					sched.Hook.PointAt(&stamp)
 				}
 				o := run(i+1, op)
 				skip.Saw(op, o.Granted)

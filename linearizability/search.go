@@ -272,7 +272,8 @@ func (se *searcher[S]) timeout() time.Duration {
 //
 // Under control (code that budgetcheck rewrote, see package yield) it
 // first runs small scenarios at the model's edges under every schedule
-// with at most two preemptions, then the random
+// with at most two preemptions (the smallest again with three inside
+// calls), then the random
 // scenarios, each under a few controlled schedules and once freely; a
 // violation is narrowed to the operations that matter, minimized, its
 // schedule shrunk to the fewest preemptions, and told in the budget's own

@@ -29,16 +29,23 @@
 //     Invariant and Linearizable; EvictIdleInFlight fails Replay, whose
 //     idle gaps hold calls in flight for an in-flight budget. Their twins
 //     pass every check the same way (suite_test.go).
-//   - ABAStack is a class no check reaches yet: its ABA needs four
-//     goroutines and five preemptions. Its test here shows the bug by
-//     hand, through the stack's unexported steps.
+//   - ABAStack's ABA needs four goroutines: one reads the top, one holds
+//     the node it popped, one pops and pushes back, one holds a node it
+//     is about to push. The exhaustive stage now has a scenario of four
+//     goroutines that take and return tokens, and finds it there at two
+//     preemptions (a goroutine that has returned gives way at no cost),
+//     on every run; TaggedStack passes every check (suite_test.go). Its
+//     test here also shows the bug by hand, through the stack's
+//     unexported steps.
 //   - SpinThenStore and SplitSeqlock, written apart from the checks like
 //     the others, are a class made to need three preemptions: a call
 //     must lose both of its optimistic attempts (a preemption in each)
 //     and then be preempted between its slow path's read and its write,
 //     so a search of every schedule with at most two preemptions misses
-//     them, and one with three, two goroutines and at most four calls
-//     each, finds them (deep.go proves both). Their tests play the
-//     three-preemption schedules by hand, through the unexported steps;
-//     the twins follow their models there and under free concurrency.
+//     them (deep.go proves it). The exhaustive stage now runs its small
+//     scenarios again at three preemptions inside calls, one of them made
+//     for a call that three updates overtake, and both fail Linearizable
+//     there, on every run; SpinThenCAS and PackedSeqlock pass every check
+//     (suite_test.go). Their tests here also play the three-preemption
+//     schedules by hand, through the unexported steps.
 package escapes

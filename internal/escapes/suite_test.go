@@ -150,3 +150,52 @@ func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
 }
+
+// deepSuiteSubject is one of deep.go's budgets as a team would put it through
+// the suite.
+func deepSuiteSubject(name string, m model.TokenBucket, newB func(model.TokenBucket) budget.Budget) budgettest.Subject[model.TokenBucketState] {
+	return budgettest.Subject[model.TokenBucketState]{Name: name, Model: m,
+		New: func(_ *testing.T, _ budget.Clock) budget.Budget { return newB(m) }}
+}
+
+// TestDeepMutantsCaught: the mutants whose bug needs one call preempted
+// three times fail the Linearizable check in its exhaustive stage, at three
+// preemptions inside calls; the ABA, which needs four goroutines, fails it
+// there at two. On every run: the stage's schedules are the same on every
+// run.
+func TestDeepMutantsCaught(t *testing.T) {
+	for _, tt := range []struct {
+		sub   budgettest.Subject[model.TokenBucketState]
+		where string
+	}{
+		{deepSuiteSubject("SpinThenStore", SpinThenStoreModel, func(m model.TokenBucket) budget.Budget { return NewSpinThenStore(m) }),
+			"found by the exhaustive stage (every schedule with at most 3 preemptions inside calls)"},
+		{deepSuiteSubject("SplitSeqlock", SplitSeqlockModel, func(m model.TokenBucket) budget.Budget { return NewSplitSeqlock(m) }),
+			"found by the exhaustive stage (every schedule with at most 3 preemptions inside calls)"},
+		{deepSuiteSubject("ABAStack", ABAStackModel, func(m model.TokenBucket) budget.Budget { return NewABAStack(m) }),
+			"found by the exhaustive stage (every schedule with at most 2 preemptions), scenario \"new, four goroutines"},
+	} {
+		t.Run(tt.sub.Name, func(t *testing.T) {
+			err := budgettest.VerifyCheck(t, tt.sub, budgettest.CheckLinearizable)
+			if err == nil {
+				t.Fatal("passed the Linearizable check")
+			}
+			if !strings.Contains(err.Error(), tt.where) {
+				t.Errorf("not %s:\n%v", tt.where, err)
+			}
+		})
+	}
+}
+
+// TestDeepTwinsPassTheSuite: their twins, whose slow paths write with a
+// compare-and-swap or inside the packed word's version, and whose stack's
+// head carries a tag, pass every check.
+func TestDeepTwinsPassTheSuite(t *testing.T) {
+	for _, sub := range []budgettest.Subject[model.TokenBucketState]{
+		deepSuiteSubject("SpinThenCAS", SpinThenCASModel, func(m model.TokenBucket) budget.Budget { return NewSpinThenCAS(m) }),
+		deepSuiteSubject("PackedSeqlock", PackedSeqlockModel, func(m model.TokenBucket) budget.Budget { return NewPackedSeqlock(m) }),
+		deepSuiteSubject("TaggedStack", TaggedStackModel, func(m model.TokenBucket) budget.Budget { return NewTaggedStack(m) }),
+	} {
+		t.Run(sub.Name, func(t *testing.T) { budgettest.Run(t, sub) })
+	}
+}

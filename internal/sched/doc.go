@@ -122,8 +122,9 @@
 //
 // The scheduler's API is for a test harness: [Run], [Options], [Strategy]
 // ([PCT], [Walk], [Serial]), [Report], [Choice], [Step], [Site] and
-// [Instrumented], and the four hooks a harness's own code calls to take
-// part in a run, Hook.Tag, Hook.PointAt, Hook.Boundary and Hook.Outside.
+// [Instrumented], and the five hooks a harness's own code calls to take
+// part in a run, Hook.Tag, Hook.Between, Hook.PointAt, Hook.Boundary and
+// Hook.Outside.
 // The other hooks are for the code that the rewrite of cmd/budgetcheck
 // produces, which calls them through package yield.
 package sched

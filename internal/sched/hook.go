@@ -149,7 +149,21 @@ func (hooks) Point() {
 func (hooks) Tag(v int64) {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
-			g.tag = v
+			g.tag, g.between = v, false
+		}
+	}
+}
+
+// Between says that the calling goroutine, in a controlled run, stands
+// between two of a harness's operations until its next Tag: a switch away
+// from it there is marked (Choice.Between), so that a search may bound
+// the preemptions inside operations only, and let a goroutine run a whole
+// operation of its own at no cost to the bound. Elsewhere Between does
+// nothing.
+func (hooks) Between() {
+	if r := active.Load(); r != nil && !r.free.Load() {
+		if g := r.self(); g != nil {
+			g.between = true
 		}
 	}
 }

@@ -283,7 +283,9 @@ type Site []uintptr
 // goroutines by index (bit i for Run's function i), any of which a replay
 // may name there, and Held, the goroutine that held the baton and could
 // have gone on (−1 if none could: it blocked, returned or was spinning).
-// Naming another than Held at that step is a preemption.
+// Naming another than Held at that step is a preemption. Between is set
+// when Held stood between two of a harness's operations (see
+// Hook.Between): a search may count a switch there as free.
 //
 // Obj names what the step taken touched, for an exhaustive search's
 // partial-order reduction: the address of the atomic variable of an
@@ -320,6 +322,7 @@ type Choice struct {
 	// goroutine's own), and memory a mutex guards may be written without
 	// it.
 	Unguarded bool
+	Between   bool
 }
 
 // String describes the run in a line, with the options to replay it.
@@ -376,6 +379,8 @@ type gor struct {
 	// Options.Choices: its tag (see Tag).
 	site Site
 	tag  int64
+	// between: g stands between two operations (see Hook.Between).
+	between bool
 }
 
 type run struct {
@@ -975,7 +980,7 @@ func (r *run) pickLocked(from *gor) *gor {
 			c.Ready |= 1 << g.id
 		}
 		if held && c.Ready&(1<<from.id) != 0 {
-			c.Held = from.id
+			c.Held, c.Between = from.id, from.between
 		}
 		c.Spun = from != nil && from.st == runnable && r.spinning(from)
 		for _, g := range ready {

@@ -14,7 +14,7 @@ import (
 var exhaustTable = flag.Bool("exhaust.table", false, "TestExhaustiveTable: check that the Linearizable check's exhaustive stage finds every concurrency bug, and print the schedules each needed (needs the code instrumented by cmd/budgetcheck)")
 
 // exhaustRE reads what found a violation, when the exhaustive stage did.
-var exhaustRE = regexp.MustCompile(`found by the exhaustive stage \(every schedule with at most (\d+) preemptions\), scenario "([^"]*)": (\d+) schedules`)
+var exhaustRE = regexp.MustCompile(`found by the exhaustive stage \(every schedule with at most (\d+) preemptions(?: inside calls)?\), scenario "([^"]*)": (\d+) schedules`)
 
 // TestExhaustiveTable runs the Linearizable check once on every
 // concurrency bug, whose exhaustive stage runs first under control, fails
