@@ -192,8 +192,16 @@ func (se *searcher[S]) exhaustScenarios() []namedScenario {
 			// than preemptions, as a goroutine that has returned gives
 			// way at no cost.
 			k, n := churnKind(m)
+			asks := repeat(retry(k), min(max(n, 1), maxProbe))
+			// Three goroutines suffice where a returned token's node goes
+			// back over another only if one more return comes between:
+			// one takes a token and returns it, and stops inside its
+			// return while the third returns one. One token taken
+			// before, so that both returns count.
+			out = append(out, namedScenario{"one token taken, three goroutines take and return tokens, then asks", Scenario{
+				Before: []model.Op{retry(k)}, Goroutines: [][]model.Op{asks, {retry(k), success(k)}, {success(k)}}}})
 			out = append(out, namedScenario{"new, four goroutines take and return tokens, then asks", Scenario{
-				Goroutines: [][]model.Op{repeat(retry(k), min(max(n, 1), maxProbe)), {retry(k)}, {retry(k), success(k), success(k)}, {success(k)}}}})
+				Goroutines: [][]model.Op{asks, {retry(k)}, {retry(k), success(k), success(k)}, {success(k)}}}})
 		}
 		if gs, ok := threeUpdatesEdge(m, w.ops); ok && len(w.ops) == 0 {
 			// One call that three updates of another goroutine overtake,

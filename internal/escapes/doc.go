@@ -13,6 +13,7 @@
 //	keyed idle in-flight  EvictIdleInFlight  SafeKeyedInFlight (keyedinflight.go)
 //	spin, then lock       SpinThenStore      SpinThenCAS       (deep.go)
 //	seqlock writer        SplitSeqlock       PackedSeqlock     (deep.go)
+//	three-goroutine ABA   ABAPool            TaggedPool        (pool.go)
 //
 // They were written apart from the suite's checks, from the contract and
 // the models alone. What the suite makes of them today:
@@ -37,6 +38,14 @@
 //     on every run; TaggedStack passes every check (suite_test.go). Its
 //     test here also shows the bug by hand, through the stack's
 //     unexported steps.
+//   - ABAPool, written later by another helper apart from the checks,
+//     keeps the links of its token and spare stacks apart, so that its
+//     ABA needs three goroutines, not four: one ask stopped before its
+//     swap; one that takes a token and returns it, stopped inside its
+//     return; one that returns a token meanwhile. It passed the suite
+//     until the exhaustive stage had a scenario of three goroutines
+//     taking and returning tokens one token below full; it fails there
+//     now, at two preemptions, and TaggedPool passes (suite_test.go).
 //   - SpinThenStore and SplitSeqlock, written apart from the checks like
 //     the others, are a class made to need three preemptions: a call
 //     must lose both of its optimistic attempts (a preemption in each)

@@ -160,8 +160,8 @@ func deepSuiteSubject(name string, m model.TokenBucket, newB func(model.TokenBuc
 
 // TestDeepMutantsCaught: the mutants whose bug needs one call preempted
 // three times fail the Linearizable check in its exhaustive stage, at three
-// preemptions inside calls; the ABA, which needs four goroutines, fails it
-// there at two. On every run: the stage's schedules are the same on every
+// preemptions inside calls; the ABAs, which need three and four
+// goroutines, fail it there at two. On every run: the stage's schedules are the same on every
 // run.
 func TestDeepMutantsCaught(t *testing.T) {
 	for _, tt := range []struct {
@@ -174,6 +174,8 @@ func TestDeepMutantsCaught(t *testing.T) {
 			"found by the exhaustive stage (every schedule with at most 3 preemptions inside calls)"},
 		{deepSuiteSubject("ABAStack", ABAStackModel, func(m model.TokenBucket) budget.Budget { return NewABAStack(m) }),
 			"found by the exhaustive stage (every schedule with at most 2 preemptions), scenario \"new, four goroutines"},
+		{deepSuiteSubject("ABAPool", ABAPoolModel, func(model.TokenBucket) budget.Budget { return NewABAPool(nil) }),
+			"found by the exhaustive stage (every schedule with at most 2 preemptions), scenario \"one token taken, three goroutines"},
 	} {
 		t.Run(tt.sub.Name, func(t *testing.T) {
 			err := budgettest.VerifyCheck(t, tt.sub, budgettest.CheckLinearizable)
@@ -195,6 +197,7 @@ func TestDeepTwinsPassTheSuite(t *testing.T) {
 		deepSuiteSubject("SpinThenCAS", SpinThenCASModel, func(m model.TokenBucket) budget.Budget { return NewSpinThenCAS(m) }),
 		deepSuiteSubject("PackedSeqlock", PackedSeqlockModel, func(m model.TokenBucket) budget.Budget { return NewPackedSeqlock(m) }),
 		deepSuiteSubject("TaggedStack", TaggedStackModel, func(m model.TokenBucket) budget.Budget { return NewTaggedStack(m) }),
+		deepSuiteSubject("TaggedPool", TaggedPoolModel, func(model.TokenBucket) budget.Budget { return NewTaggedPool(nil) }),
 	} {
 		t.Run(sub.Name, func(t *testing.T) { budgettest.Run(t, sub) })
 	}
