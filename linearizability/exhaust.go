@@ -30,9 +30,6 @@ type exhaustReport struct {
 	Schedules int
 	// Bound is the preemption bound the schedules kept to.
 	Bound int
-	// InCalls is set when Bound counted the preemptions inside calls
-	// only: a switch at a goroutine that stood between two calls was free.
-	InCalls bool
 	// Complete is set when every schedule of the scenario with at most
 	// Bound preemptions was run: the exploration was not cut short by its
 	// limit, by a visit that stopped it, or by a run that could not be
@@ -86,7 +83,7 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 	if bound <= 0 {
 		bound = preemptionBound
 	}
-	rep := exhaustReport{Bound: bound, InCalls: inCalls, Complete: true}
+	rep := exhaustReport{Bound: bound, Complete: true}
 	var base sched.Options
 	if s.Control != nil {
 		base = *s.Control
