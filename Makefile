@@ -32,7 +32,7 @@ lin:
 # -race (the Race column needs it); prints the matrices. budgetcheck -matrix
 # runs the same and formats them.
 killmatrix:
-	$(GO) test -race -timeout 60m ./internal/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch-runs=$(CATCHRUNS) -ref-reps=$(REFREPS) -matrix.full
+	$(GO) test -race -timeout 60m ./internal/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch.runs=$(CATCHRUNS) -ref.reps=$(REFREPS) -matrix.full
 
 # How often budgettest.Run catches each broken budget of internal/wild and
 # internal/mutants, CATCHRATERUNS runs each, with and without -race; the
@@ -52,7 +52,7 @@ routes:
 
 # Stress runs of every reference budget under the race detector.
 stress:
-	$(GO) test -race ./internal/stressrun -count=1 -v -run 'TestReferenceBudgetsHoldTheirInvariants' -stress-runs=$(STRESSRUNS)
+	$(GO) test -race ./internal/stressrun -count=1 -v -run 'TestReferenceBudgetsHoldTheirInvariants' -stress.runs=$(STRESSRUNS)
 
 # Every fuzz target in turn (go test -fuzz takes one target per run); see
 # scripts/fuzz.sh for the end-of-fuzztime race of Go 1.26 it tells apart.
@@ -68,14 +68,15 @@ fuzz-mutants:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1,2 ./budget
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./linearizability
+	cd awsbudget && $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1,2 ./...
 
 # What budgetcheck's rewrite costs: the retry/success loop of the plain
 # budget, then of the budget as rewritten (outside a controlled run), each
-# beside the AWS SDK's quota in its own binary; and the exhaustive search on
+# beside the floor of a compare-and-swap word in its own binary; and the exhaustive search on
 # the rewritten TokenBucket (BenchmarkExhaust skips without the rewrite).
 bench-instrumented:
-	$(GO) test -run '^$$' -bench 'RetrySuccess/(TokenBucket|AWSTokenRateLimit)$$' -cpu 1 -count 5 ./budget
-	$(GO) run ./cmd/budgetcheck -run '^$$' -bench 'RetrySuccess/(TokenBucket|AWSTokenRateLimit)$$' -cpu 1 -count 5 ./budget
+	$(GO) test -run '^$$' -bench 'RetrySuccess/(TokenBucket|CASFloor)$$' -cpu 1 -count 5 ./budget
+	$(GO) run ./cmd/budgetcheck -run '^$$' -bench 'RetrySuccess/(TokenBucket|CASFloor)$$' -cpu 1 -count 5 ./budget
 	$(GO) run ./cmd/budgetcheck -run '^$$' -bench Exhaust -count 5 ./linearizability -instrument ./budget
 
 lint:

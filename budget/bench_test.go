@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-
 	"github.com/retrybudget/retrybudget/budget"
 )
 
@@ -16,9 +14,12 @@ import (
 // when granted, reports it successful, which refunds it. The bucket stays
 // full, so every budget takes its granting path on every iteration.
 //
-// Compare TokenBucket with AWSTokenRateLimit from the same run:
+// Compare TokenBucket with AtomicFloor and CASFloor from the same run:
 //
 //	go test -run '^$' -bench 'RetrySuccess' -cpu 1,2 ./budget
+//
+// The AWS SDK's quota is measured beside TokenBucket in awsbudget's
+// benchmarks, in the module that requires the SDK.
 
 func benchmarkRetrySuccess(b *testing.B, bud budget.Budget) {
 	b.ReportAllocs()
@@ -45,25 +46,9 @@ func BenchmarkRetrySuccess(b *testing.B) {
 		bud, _ := budget.NewTokenBucket(c)
 		benchmarkRetrySuccess(b, bud)
 	})
-	// The AWS SDK for Go v2's retry quota: GetToken, then the release
-	// function it returns, as its retryer does after a successful retry.
-	b.Run("AWSTokenRateLimit", func(b *testing.B) {
-		rl := ratelimit.NewTokenRateLimit(500)
-		ctx := context.Background()
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				release, err := rl.GetToken(ctx, 14)
-				if err == nil {
-					_ = release()
-				}
-			}
-		})
-	})
 	// The least any linearizable shared balance can pay for a withdrawal and
 	// a refund: two atomic read-modify-writes on one word, with no check and
-	// no clamp. No budget in this run can beat it; the ratio of
-	// AWSTokenRateLimit to AtomicFloor bounds the ratio any budget can reach.
+	// no clamp. No budget in this run can beat it.
 	b.Run("AtomicFloor", func(b *testing.B) {
 		var word atomic.Int64
 		b.ReportAllocs()
@@ -123,9 +108,8 @@ func BenchmarkRetrySuccess(b *testing.B) {
 
 // BenchmarkHealthyTraffic models one call in a healthy service: nine in ten
 // calls succeed at the first attempt, and one in ten fails once and succeeds
-// at its retry. For the AWS SDK this is what its standard retryer does: a
-// successful first attempt adds NoRetryIncrement (1) to the quota, and a
-// retry takes GetToken(14) and releases it when it succeeds.
+// at its retry. (awsbudget's BenchmarkHealthyTraffic measures the AWS SDK's
+// quota under the same load, beside TokenBucket.)
 func BenchmarkHealthyTraffic(b *testing.B) {
 	b.Run("TokenBucket", func(b *testing.B) {
 		bud, _ := budget.NewTokenBucket(budget.DefaultTokenBucketConfig())
@@ -139,22 +123,6 @@ func BenchmarkHealthyTraffic(b *testing.B) {
 					bud.Success(budget.FirstAttempt)
 				} else if bud.Retry(budget.Transient) {
 					bud.Success(budget.Transient)
-				}
-			}
-		})
-	})
-	b.Run("AWSTokenRateLimit", func(b *testing.B) {
-		rl := ratelimit.NewTokenRateLimit(500)
-		ctx := context.Background()
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			i := 0
-			for pb.Next() {
-				i++
-				if i%10 != 0 {
-					_ = rl.AddTokens(1)
-				} else if release, err := rl.GetToken(ctx, 14); err == nil {
-					_ = release()
 				}
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/race"
 	"github.com/retrybudget/retrybudget/model"
 	"github.com/retrybudget/retrybudget/stress"
 	"github.com/retrybudget/retrybudget/yield"
@@ -285,7 +286,7 @@ func (sub Subject[S]) stages(t *testing.T, c call, ck Check) error {
 	if err := sub.controlledStage(t, c, ck); err != nil {
 		return err
 	}
-	if raceEnabled && !yield.Instrumented() {
+	if race.Enabled && !yield.Instrumented() {
 		if _, clean := raceClean.Load(c.id); ck == CheckRace || (callsConcurrently(ck) && !clean) {
 			return sub.rerunUnderControl(t, c, ck, sub.freeChild(t, c, ck))
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/race"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/internal/sim"
 	"github.com/retrybudget/retrybudget/internal/stressrun"
@@ -123,15 +124,23 @@ func checkSequential[S any](t *testing.T, sub Subject[S]) error {
 	return sub.longRuns(t)
 }
 
-// The Sequential check's long runs: longRuns runs of longOps operations
+// The Sequential check's long runs: longRunCount() runs of longOps operations
 // each (half as many runs under -race, which slows them fivefold and finds
 // nothing more in one goroutine), seeded from -budgettest.seed, and the
 // time a divergence's shrinking may take.
 const (
-	longRuns   = 4 / (1 + raceRuns)
 	longOps    = 100_000
 	longShrink = 3 * time.Second
 )
+
+// longRunCount is how many long runs the Sequential check makes: 4, or 2
+// under -race.
+func longRunCount() uint64 {
+	if race.Enabled {
+		return 2
+	}
+	return 4
+}
 
 // longRuns runs the Sequential check's second stage: long runs against the
 // model (see seqcheck.Long), which find arithmetic that parts from it only
@@ -144,8 +153,8 @@ func (sub Subject[S]) longRuns(t *testing.T) error {
 	err := hs.Guard("the sequential check's long runs", func() error {
 		return hs.InBubble(t, "the sequential check's long runs", func(t *testing.T) error {
 			hs := sub.harness(t)
-			for k := range uint64(longRuns) {
-				seed = control.SeedBase()*longRuns + k + 1
+			for k := range longRunCount() {
+				seed = control.SeedBase()*longRunCount() + k + 1
 				if d = seqcheck.Long(hs, seed, longOps); d != nil {
 					seqcheck.Shrink(hs, d, longShrink)
 					return nil
@@ -157,7 +166,7 @@ func (sub Subject[S]) longRuns(t *testing.T) error {
 	if err != nil || d == nil {
 		return err
 	}
-	return fail(ruleSequential, "%s: long run %d (of %d operations, seed %d) parted from the model: %v", sub.name(), seed-control.SeedBase()*longRuns, longOps, seed, d)
+	return fail(ruleSequential, "%s: long run %d (of %d operations, seed %d) parted from the model: %v", sub.name(), seed-control.SeedBase()*longRunCount(), longOps, seed, d)
 }
 
 // Scenario sizes of the Linearizable check.
@@ -270,7 +279,7 @@ var (
 func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 	if _, ok := sub.Model.(model.InFlightLimit); ok && harness.IsStructured(sub.Model) {
 		seeds := familySeeds
-		if raceEnabled {
+		if race.Enabled {
 			seeds = familySeeds[:1]
 		}
 		var stages []func() error
@@ -337,7 +346,7 @@ func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 	}
 	if stressrun.HasInvariant(sub.Model) {
 		seeds := familySeeds
-		if raceEnabled {
+		if race.Enabled {
 			// Each free stress run takes five to ten times as long
 			// under the detector: one instead of three keeps
 			// go test -race ./... within its time. On instrumented

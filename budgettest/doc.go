@@ -272,8 +272,7 @@
 // must not pass on luck. The flags of this family, the one policy for
 // every controlled run, are -budgettest.control, -budgettest.schedules
 // (default 8 per scenario, stress run or loop case), -budgettest.seed,
-// -budgettest.replay and -budgettest.instrument; -stress.schedules and
-// -stress.seed are deprecated spellings of the two in the middle.
+// -budgettest.replay and -budgettest.instrument.
 // cmd/budgetcheck runs the rewritten code directly, for a replay, a
 // profile or -json output.
 //

@@ -1,6 +1,9 @@
 package budgettest_test
 
-import "testing"
+import (
+	"github.com/retrybudget/retrybudget/internal/race"
+	"testing"
+)
 
 // skipUnderRace skips, under the race detector, a test of the suite's
 // verdict on a subject that is not this module's production code (a
@@ -11,7 +14,7 @@ import "testing"
 // adapters are what the suite is run on.
 func skipUnderRace(t *testing.T) {
 	t.Helper()
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the suite's verdict on a subject outside this module's production code: checked by go test ./... without -race")
 	}
 }

@@ -137,7 +137,7 @@ func porcupineWithPending[S any](m model.Model[S]) porcupine.Model {
 	return nm.ToModel()
 }
 
-func toPorcupine(h History) []porcupine.Operation {
+func toPorcupine(h model.History) []porcupine.Operation {
 	ops := make([]porcupine.Operation, len(h))
 	for i, o := range h {
 		ret := o.Return
@@ -175,7 +175,7 @@ const narrowMin = 64
 // A budget that decides where it reads the clock (under its lock) leaves
 // its calls' readings in the order of its decisions, and the narrowed
 // search has nothing left to guess.
-func narrowReads(h History, ops []porcupine.Operation) ([]porcupine.Operation, bool) {
+func narrowReads(h model.History, ops []porcupine.Operation) ([]porcupine.Operation, bool) {
 	if len(h) < narrowMin {
 		return nil, false
 	}
@@ -196,7 +196,7 @@ func narrowReads(h History, ops []porcupine.Operation) ([]porcupine.Operation, b
 // (0 means no limit), and says what it found.
 func Check[S any](m model.Model[S], h model.History, timeout time.Duration) Result[S] {
 	r := Result[S]{History: h, m: m, pm: porcupineModel(m)}
-	if slices.ContainsFunc(h, func(o Operation) bool { return o.Pending }) {
+	if slices.ContainsFunc(h, func(o model.Operation) bool { return o.Pending }) {
 		r.pm = porcupineWithPending(m)
 	}
 	ops := toPorcupine(h)
@@ -276,11 +276,6 @@ func (r *Result[S]) explain() {
 	}
 }
 
-// Model returns the model the history was checked against.
-//
-// Deprecated: nothing needs it; it goes in the next release.
-func (r Result[S]) Model() model.Model[S] { return r.m }
-
 // Explain describes the result for a human. For a violation it shows the
 // end of the longest order the model accepts, the model's state there, and
 // the operations that cannot come next.
@@ -325,14 +320,9 @@ func (r Result[S]) Explain() string {
 	return b.String()
 }
 
-// WriteHTML writes porcupine's interactive rendering of the history and its
+// writeHTML writes porcupine's interactive rendering of the history and its
 // partial linearizations to path, under a heading of title (the budget, the
 // model and the broken rule, say). It works for a Violation only.
-//
-// Deprecated: Search saves the rendering of what it finds (Finding's
-// HTMLPath); WriteHTML goes in the next release.
-func (r Result[S]) WriteHTML(path, title string) error { return r.writeHTML(path, title) }
-
 func (r Result[S]) writeHTML(path, title string) error {
 	if r.Verdict != Violation {
 		return fmt.Errorf("linearizability: nothing to render for a %v history", r.Verdict)

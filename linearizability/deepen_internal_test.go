@@ -93,7 +93,7 @@ func TestDeepeningFindsThreePreemptionsInsideACall(t *testing.T) {
 	run := func(store bool, bound int, inCalls bool) (exhaustReport, bool) {
 		found := false
 		rep, err := exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return newFallbackBucket(store) }, bound, 20_000, inCalls,
-			func(h History, _ sched.Report) bool {
+			func(h model.History, _ sched.Report) bool {
 				found = Check(m, h, 0).Verdict == Violation
 				return found
 			})

@@ -20,21 +20,21 @@
 //     with at most two preemptions (the smallest again with three inside
 //     calls), then random ones
 //     under a few controlled schedules each; without control, runs are free.
-//   - [Check] searches for an order of each [History] that the model
+//   - [Check] searches for an order of each [model.History] that the model
 //     accepts. Its [Result] is Linearizable, a Violation (with the longest
 //     order that works, the operations that cannot come next and the
 //     model's state there), or Inconclusive when the search ran out of
 //     time, which is never a pass. A history may hold pending calls, whose
 //     outcome is unknown.
 //   - [Record] also notes, for each call, stamps around the clock readings
-//     it made on its own goroutine (Operation.ReadFrom and ReadTo). Check
-//     first searches with each call's interval cut to them, where a budget
-//     that decides under its lock leaves nothing to guess, and searches
-//     the whole intervals only if that finds no order in a second. The cut
-//     search can only prove a history linearizable, never reject one: on
-//     a correct budget holding its lock across other packages' locks, the
-//     whole search took seconds and gigabytes where the cut one takes
-//     milliseconds.
+//     it made on its own goroutine (model.Operation's ReadFrom and
+//     ReadTo). Check first searches with each call's interval cut to them,
+//     where a budget that decides under its lock leaves nothing to guess,
+//     and searches the whole intervals only if that finds no order in a
+//     second. The cut search can only prove a history linearizable, never
+//     reject one: on a correct budget holding its lock across other
+//     packages' locks, the whole search took seconds and gigabytes where
+//     the cut one takes milliseconds.
 //   - A violation is narrowed to the operations around it, shrunk to a
 //     smaller failing scenario (which rapid cannot do for a failure that
 //     reproduces only some of the time), its schedule cut to the fewest

@@ -741,7 +741,7 @@ func (se *searcher[S]) exhaustOne(t *testing.T, ns namedScenario, bound, limit i
 			return se.harness(t).InBubble(t, "an exhaustive run", func(*testing.T) error { return f() })
 		}
 	}
-	rep, err := exhaust(context.Background(), s, se.harness(t).New, bound, limit, inCalls, func(h History, r sched.Report) bool {
+	rep, err := exhaust(context.Background(), s, se.harness(t).New, bound, limit, inCalls, func(h model.History, r sched.Report) bool {
 		se.fellBack(r)
 		res := Check(se.tg.Model, h, se.timeout())
 		if res.Verdict == Linearizable {

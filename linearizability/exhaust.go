@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/sched"
+	"github.com/retrybudget/retrybudget/model"
 )
 
 // preemptionBound is the preemption bound of exhaust when none is given:
@@ -15,13 +16,7 @@ import (
 // it.
 const preemptionBound = 2
 
-// DefaultPreemptionBound is the preemption bound of the exhaustive stage.
-//
-// Deprecated: the bound is Search's own (two preemptions, as its doc
-// says). This name goes in the next release.
-const DefaultPreemptionBound = preemptionBound
-
-// exhaustSpinLimit is the SpinLimit of Exhaust's runs.
+// exhaustSpinLimit is the SpinLimit of exhaust's runs.
 const exhaustSpinLimit = 1000
 
 // An exhaustReport says how far an exhaustive exploration went.
@@ -79,7 +74,7 @@ type exhaustReport struct {
 // inBubble, when not nil, runs each recorded run: in the testing/synctest
 // bubble of a wall-clock subject, whose budget reads time.Now.
 func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget, bound, limit int, inCalls bool,
-	visit func(History, sched.Report) (stop bool), inBubble ...func(func() error) error) (exhaustReport, error) {
+	visit func(model.History, sched.Report) (stop bool), inBubble ...func(func() error) error) (exhaustReport, error) {
 	if bound <= 0 {
 		bound = preemptionBound
 	}
@@ -140,7 +135,7 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 		o.Schedule = b.prefix()
 		c := s
 		c.Control = &o
-		var h History
+		var h model.History
 		var r sched.Report
 		var err error
 		if len(inBubble) > 0 && inBubble[0] != nil {

@@ -45,7 +45,7 @@ func BenchmarkExhaust(b *testing.B) {
 	var schedules int
 	for b.Loop() {
 		rep, err := exhaust(context.Background(), s, newBudget, preemptionBound, 0, false,
-			func(h History, _ sched.Report) bool {
+			func(h model.History, _ sched.Report) bool {
 				if r := Check(m, h, 0); r.Verdict != Linearizable {
 					b.Fatalf("the reference TokenBucket: %v", r.Explain())
 				}

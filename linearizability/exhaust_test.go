@@ -1,4 +1,4 @@
-package linearizability_test
+package linearizability
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/sched"
-	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 )
 
@@ -176,14 +175,14 @@ func (tokens) Hash(s int64) uint64           { return uint64(s) }
 func (tokens) DescribeState(s int64) string  { return "tokens" }
 func (tokens) DescribeOp(op model.Op) string { return op.String() }
 
-func exhaust(t *testing.T, newBudget func() budget.Budget, goroutines [][]model.Op, bound int) (linearizability.ExhaustReport, int) {
+func exhaustTokens(t *testing.T, newBudget func() budget.Budget, goroutines [][]model.Op, bound int) (exhaustReport, int) {
 	t.Helper()
 	violations := 0
-	s := linearizability.Scenario{Goroutines: goroutines}
-	rep, err := linearizability.Exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return newBudget() }, bound, 0,
+	s := Scenario{Goroutines: goroutines}
+	rep, err := exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return newBudget() }, bound, 0, false,
 		func(h model.History, r sched.Report) bool {
-			res := linearizability.Check[int64](tokens{1}, h, 0)
-			if res.Verdict == linearizability.Violation {
+			res := Check[int64](tokens{1}, h, 0)
+			if res.Verdict == Violation {
 				violations++
 				return true
 			}
@@ -198,7 +197,7 @@ func exhaust(t *testing.T, newBudget func() budget.Budget, goroutines [][]model.
 var two = [][]model.Op{{model.OpRetry(model.Transient)}, {model.OpRetry(model.Transient)}}
 
 func TestExhaustFindsCheckThenAct(t *testing.T) {
-	rep, v := exhaust(t, func() budget.Budget { b := &loadThenStore{}; b.n.Store(1); return b }, two, 1)
+	rep, v := exhaustTokens(t, func() budget.Budget { b := &loadThenStore{}; b.n.Store(1); return b }, two, 1)
 	if v != 1 {
 		t.Fatalf("no violation in %d schedules with at most 1 preemption; the check-then-act needs one", rep.Schedules)
 	}
@@ -218,7 +217,7 @@ func TestExhaustPassesCorrect(t *testing.T) {
 				{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
 				{model.OpRetry(model.Throttled), model.OpRetry(model.Transient)},
 			}
-			rep, v := exhaust(t, tt.new, ops, 2)
+			rep, v := exhaustTokens(t, tt.new, ops, 2)
 			if v != 0 {
 				t.Fatalf("a violation on a correct budget after %d schedules", rep.Schedules)
 			}
@@ -235,13 +234,13 @@ func TestExhaustPassesCorrect(t *testing.T) {
 // whose object it does not know, though the goroutine that takes the
 // latter begins with steps that commute (the stamps of its call).
 func TestExhaustFindsARaceWithACriticalSection(t *testing.T) {
-	s := linearizability.Scenario{Goroutines: [][]model.Op{
+	s := Scenario{Goroutines: [][]model.Op{
 		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
 		{model.OpRetry(model.Throttled)},
 	}}
-	rep, err := linearizability.Exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return &halfLocked{n: 2} }, 1, 0,
+	rep, err := exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return &halfLocked{n: 2} }, 1, 0, false,
 		func(h model.History, r sched.Report) bool {
-			return linearizability.Check[int64](tokens{2}, h, 0).Verdict == linearizability.Violation
+			return Check[int64](tokens{2}, h, 0).Verdict == Violation
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -258,13 +257,13 @@ func TestExhaustFindsARaceWithACriticalSection(t *testing.T) {
 // one preemption, is found within a few hundred schedules; a search that
 // ran every schedule of fewer preemptions first found none in 5,000.
 func TestExhaustFindsAPoolsBugEarly(t *testing.T) {
-	s := linearizability.Scenario{Goroutines: [][]model.Op{
+	s := Scenario{Goroutines: [][]model.Op{
 		{model.OpRetry(model.Transient)},
 		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
 	}}
-	rep, err := linearizability.Exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return newPoolBucket(1) }, 2, 500,
+	rep, err := exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return newPoolBucket(1) }, 2, 500, false,
 		func(h model.History, r sched.Report) bool {
-			return linearizability.Check[int64](tokens{1}, h, 0).Verdict == linearizability.Violation
+			return Check[int64](tokens{1}, h, 0).Verdict == Violation
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -283,22 +282,25 @@ func TestExhaustReducesCriticalSections(t *testing.T) {
 		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
 		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
 	}
-	rep, _ := exhaust(t, func() budget.Budget { return &mutexBucket{n: 1} }, ops, 2)
+	rep, _ := exhaustTokens(t, func() budget.Budget { return &mutexBucket{n: 1} }, ops, 2)
 	if rep.Schedules > 80 {
 		t.Errorf("%d schedules for two goroutines of two critical sections each; want few more than their 6 orders", rep.Schedules)
 	}
 	t.Logf("%d schedules", rep.Schedules)
 }
 
-// The story of a violation names the line of the budget's code where a
-// goroutine was preempted, with its source, and marks the answer the model
-// gives otherwise.
-func TestInterleavingNamesTheLine(t *testing.T) {
+// The story of a violation tells how the calls met, switch by switch, and
+// marks the answer the model gives otherwise; a schedule that no longer
+// violates the model has no story. (The budget's lines the story names are
+// those of code outside this package, whose frames it leaves out: the
+// budgets here are this package's, so internal/controltest checks those
+// lines, through Search.)
+func TestInterleavingTellsTheViolation(t *testing.T) {
 	newBudget := func(budget.Clock) budget.Budget { b := &loadThenStore{}; b.n.Store(1); return b }
-	s := linearizability.Scenario{Goroutines: two}
+	s := Scenario{Goroutines: two}
 	var failing *sched.Options
-	if _, err := linearizability.Exhaust(context.Background(), s, newBudget, 1, 0, func(h model.History, r sched.Report) bool {
-		if linearizability.Check[int64](tokens{1}, h, 0).Verdict == linearizability.Violation {
+	if _, err := exhaust(context.Background(), s, newBudget, 1, 0, false, func(h model.History, r sched.Report) bool {
+		if Check[int64](tokens{1}, h, 0).Verdict == Violation {
 			failing = &r.Options
 			return true
 		}
@@ -310,17 +312,14 @@ func TestInterleavingNamesTheLine(t *testing.T) {
 		t.Fatal("no violation to tell")
 	}
 	s.Control = failing
-	story, err := linearizability.Interleaving[int64](context.Background(), tokens{1}, s, newBudget)
+	story, err := interleaving[int64](context.Background(), tokens{1}, s, newBudget)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", story)
 	for _, want := range []string{
-		"is preempted at exhaust_test.go:",
-		"in (*loadThenStore).Retry",
-		"| sched.P(&b.n).Store(old - 1)",
-		"resumes at exhaust_test.go:",
-		"<- the model answers denied",
+		"how the calls met, switch by switch",
+		"retry(transient)     starts, returns granted   <- the model answers denied",
 	} {
 		if !strings.Contains(story, want) {
 			t.Errorf("the story lacks %q", want)
@@ -328,7 +327,7 @@ func TestInterleavingNamesTheLine(t *testing.T) {
 	}
 	// A schedule that no longer violates the model has no story.
 	s.Control = &sched.Options{Strategy: sched.Serial()}
-	if _, err := linearizability.Interleaving[int64](context.Background(), tokens{1}, s, newBudget); err == nil {
-		t.Error("Interleaving told the story of a linearizable run")
+	if _, err := interleaving[int64](context.Background(), tokens{1}, s, newBudget); err == nil {
+		t.Error("interleaving told the story of a linearizable run")
 	}
 }

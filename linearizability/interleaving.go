@@ -55,8 +55,8 @@ func interleaving[S any](ctx context.Context, m model.Model[S], s Scenario, newB
 // tell writes the story of a traced run whose history is h; stuck are the
 // operations that could not come next after the longest order the model
 // accepts.
-func tell(h History, stuck []Stuck, trace []sched.Step) string {
-	byCall := make(map[int64]Operation, len(h))
+func tell(h model.History, stuck []Stuck, trace []sched.Step) string {
+	byCall := make(map[int64]model.Operation, len(h))
 	for _, o := range h {
 		byCall[o.Call] = o
 	}
@@ -175,7 +175,7 @@ func (st *story) String() string {
 
 // returned is what o gave its caller, after a space; nothing but for a
 // Retry.
-func returned(o Operation) string {
+func returned(o model.Operation) string {
 	if o.Op.Op == model.Retry {
 		return " " + answer(o.Granted)
 	}

@@ -19,7 +19,7 @@ type minimizeReport[W any] struct {
 
 // minimize shrinks a failing scenario. fails runs a scenario once and
 // reports whether it failed, with a witness of the failure (a Result, say);
-// a candidate counts as failing if any of up to tries runs fails. Minimize
+// a candidate counts as failing if any of up to tries runs fails. minimize
 // stops dropping after limit (zero means no limit) and returns the smallest
 // scenario found by then.
 //
@@ -214,7 +214,7 @@ func focus[S any](r Result[S], s Scenario) []Scenario {
 			return nil
 		}
 	}
-	var culprits []Operation
+	var culprits []model.Operation
 	for _, st := range r.Stuck {
 		if st.Op.Op == model.Retry && st.Granted != st.ModelGranted {
 			culprits = append(culprits, st.Operation)
@@ -238,7 +238,7 @@ func focus[S any](r Result[S], s Scenario) []Scenario {
 			break
 		}
 	}
-	var involved []Operation // in the accepted order, then the culprits
+	var involved []model.Operation // in the accepted order, then the culprits
 	for _, o := range r.Prefix[cut:] {
 		if o.Call <= last {
 			involved = append(involved, o)
@@ -255,14 +255,14 @@ func focus[S any](r Result[S], s Scenario) []Scenario {
 	build := func(moveEarlier bool) Scenario {
 		state := r.m.Init()
 		var before []model.Op
-		step := func(o Operation) {
+		step := func(o model.Operation) {
 			state, _ = r.m.Step(state, o.Op)
 			before = append(before, o.Op)
 		}
 		for _, o := range r.Prefix[:cut] {
 			step(o)
 		}
-		var rest []Operation
+		var rest []model.Operation
 		for i, o := range involved {
 			inPrefix := i < len(involved)-len(culprits)
 			if moveEarlier && inPrefix && o.Op.Op != model.Advance && o.Client != 0 && o.Call < lastOf[o.Client] {
@@ -271,7 +271,7 @@ func focus[S any](r Result[S], s Scenario) []Scenario {
 			}
 			rest = append(rest, o)
 		}
-		slices.SortFunc(rest, func(a, b Operation) int { return int(a.Call - b.Call) })
+		slices.SortFunc(rest, func(a, b model.Operation) int { return int(a.Call - b.Call) })
 		out := Scenario{Before: shortPath(r.m, before, state), WallClock: s.WallClock}
 		goroutine := map[int]int{}
 		for _, o := range rest {

@@ -53,12 +53,7 @@ type Scenario struct {
 	Control *sched.Options `json:"control,omitempty"`
 }
 
-// Len returns how many operations s runs in all.
-//
-// Deprecated: count the operations of Before, Goroutines and Clock; Len
-// goes in the next release.
-func (s Scenario) Len() int { return s.len() }
-
+// len returns how many operations s runs in all.
 func (s Scenario) len() int {
 	n := len(s.Before) + len(s.Clock)
 	for _, g := range s.Goroutines {
@@ -182,12 +177,12 @@ func Record(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget
 // recordControlled is Record that also returns, for a scenario with
 // Control set, the report of the controlled run: the schedule that
 // replays it, and whether it fell back to free running.
-func recordControlled(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (History, sched.Report, error) {
+func recordControlled(ctx context.Context, s Scenario, newBudget func(budget.Clock) budget.Budget) (model.History, sched.Report, error) {
 	if err := s.validate(); err != nil {
 		return nil, sched.Report{}, err
 	}
 	type result struct {
-		h   History
+		h   model.History
 		rep sched.Report
 		err error
 	}
@@ -207,7 +202,7 @@ func recordControlled(ctx context.Context, s Scenario, newBudget func(budget.Clo
 	}
 }
 
-func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, rep sched.Report, err error) {
+func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h model.History, rep sched.Report, err error) {
 	// More Ps than cores when there are more goroutines than Ps: the
 	// operating system then preempts the threads running them at arbitrary
 	// instructions, inside the budget's calls too, and a race between two
@@ -237,8 +232,8 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 		b, closeBudget = sub.Open(reads)
 		defer closeBudget()
 	}
-	run := func(client int, op model.Op) Operation {
-		o := Operation{Client: client, Op: op}
+	run := func(client int, op model.Op) model.Operation {
+		o := model.Operation{Client: client, Op: op}
 		o.Call = stamp.Add(1)
 		if s.Control != nil {
 			sched.Hook.Tag(o.Call) // a traced run's steps name the call they are inside
@@ -271,12 +266,12 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	if s.Control == nil {
 		before()
 	}
-	results := make([]History, len(lists))
+	results := make([]model.History, len(lists))
 	errs := make([]error, len(lists))
 	var cleanup func()
 	body := func(i int) {
 		ops := lists[i]
-		out := make(History, 0, len(ops))
+		out := make(model.History, 0, len(ops))
 		errs[i] = harness.Catch(fmt.Sprintf("goroutine %d of the recorded run", i+1), func() {
 			reads.enter(i + 1)
 			defer reads.leave(i + 1)
@@ -375,7 +370,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h History, 
 	for _, r := range results {
 		h = append(h, r...)
 	}
-	slices.SortFunc(h, func(a, b Operation) int { return int(a.Call - b.Call) })
+	slices.SortFunc(h, func(a, b model.Operation) int { return int(a.Call - b.Call) })
 	return h, rep, nil
 }
 

@@ -31,15 +31,15 @@ func TestNarrowTriesFirstThreeTimesThenLast(t *testing.T) {
 	var tried []int
 	witness := Result[model.TokenBucketState]{Verdict: Violation, Elapsed: time.Millisecond}
 	fails := func(c Scenario) (Result[model.TokenBucketState], bool) {
-		tried = append(tried, c.Len())
-		return witness, c.Len() == last.Len() && len(tried) > 4
+		tried = append(tried, c.len())
+		return witness, c.len() == last.len() && len(tried) > 4
 	}
 	got, w := narrow([]Scenario{first, mid, last}, orig, Result[model.TokenBucketState]{}, time.Hour, fakeElapsed(time.Millisecond), fails)
 	if want := []int{1, 1, 1, 3, 1, 1, 1, 3}; !slices.Equal(tried, want) {
 		t.Errorf("tried scenarios of lengths %v, want %v", tried, want)
 	}
-	if got.Len() != last.Len() || w.Elapsed != witness.Elapsed {
-		t.Errorf("narrow returned a scenario of %d operations (witness %v), want the last focus, of %d, and its witness", got.Len(), w.Elapsed, last.Len())
+	if got.len() != last.len() || w.Elapsed != witness.Elapsed {
+		t.Errorf("narrow returned a scenario of %d operations (witness %v), want the last focus, of %d, and its witness", got.len(), w.Elapsed, last.len())
 	}
 }
 
@@ -58,13 +58,13 @@ func TestNarrowStopsInTime(t *testing.T) {
 	if runs != 75 {
 		t.Errorf("%d runs in 75 ms at 1 ms a run, want 75", runs)
 	}
-	if got.Len() != orig.Len() || w.Elapsed != res.Elapsed {
-		t.Errorf("narrow returned a scenario of %d operations, want the original of %d and its result", got.Len(), orig.Len())
+	if got.len() != orig.len() || w.Elapsed != res.Elapsed {
+		t.Errorf("narrow returned a scenario of %d operations, want the original of %d and its result", got.len(), orig.len())
 	}
 	runs = 0
 	got, _ = narrow(nil, orig, res, time.Hour, fakeElapsed(time.Millisecond), never)
-	if runs != 0 || got.Len() != orig.Len() {
-		t.Errorf("with no focused scenario: %d runs and %d operations, want 0 runs and the original", runs, got.Len())
+	if runs != 0 || got.len() != orig.len() {
+		t.Errorf("with no focused scenario: %d runs and %d operations, want 0 runs and the original", runs, got.len())
 	}
 }
 

@@ -263,18 +263,17 @@ func TestClockString(t *testing.T) {
 	}
 }
 
-func TestHistoryClients(t *testing.T) {
-	for c, want := range map[int]string{0: "pre", 1: "g1", 12: "g12"} {
-		if got := model.ClientName(c); got != want {
-			t.Errorf("ClientName(%d) = %q, want %q", c, got, want)
+// A history names client 0, which runs before the concurrent part, "pre",
+// and the others "g1", "g2", ….
+func TestHistoryNamesClients(t *testing.T) {
+	for c, want := range map[int]string{0: "[0,0] pre request", 1: "[0,0] g1 request", 12: "[0,0] g12 request"} {
+		if got := (model.Operation{Client: c, Op: model.OpRequest}).String(); got != want {
+			t.Errorf("the operation of client %d is %q, want %q", c, got, want)
 		}
 	}
 	h := model.History{{Client: 0, Op: model.OpRequest}, {Client: 2, Op: transient, Granted: true, Call: 3, Return: 5}, {Client: 1, Op: transient, Pending: true, Call: 4}}
-	if got := h.Clients(); got != 3 {
-		t.Errorf("Clients() = %d, want 3", got)
-	}
-	if got := (model.History{}).Clients(); got != 0 {
-		t.Errorf("Clients() of an empty history = %d, want 0", got)
+	if got := (model.History{}).String(); got != "" {
+		t.Errorf("History.String() of an empty history = %q, want \"\"", got)
 	}
 	const want = "[0,0] pre request\n[3,5] g2 retry(transient) -> granted\n[4,…] g1 retry(transient) -> unknown (pending)\n"
 	if got := h.String(); got != want {

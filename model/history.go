@@ -49,13 +49,8 @@ func (o Operation) String() string {
 	return fmt.Sprintf("[%d,%d] %s %s", o.Call, o.Return, clientName(o.Client), Describe(o.Op, o.Granted))
 }
 
-// ClientName names a client of a history: "pre" for client 0, which runs
+// clientName names a client of a history: "pre" for client 0, which runs
 // before the concurrent part, and "g1", "g2", … for the others.
-//
-// Deprecated: Operation.String names the client; this goes in the next
-// release.
-func ClientName(c int) string { return clientName(c) }
-
 func clientName(c int) string {
 	if c == 0 {
 		return "pre"
@@ -74,16 +69,4 @@ func (h History) String() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
-}
-
-// Clients returns how many clients made h's operations, the clock's
-// included: one more than the largest Client.
-//
-// Deprecated: nothing needs it; it goes in the next release.
-func (h History) Clients() int {
-	n := 0
-	for _, o := range h {
-		n = max(n, o.Client+1)
-	}
-	return n
 }

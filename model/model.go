@@ -73,13 +73,6 @@ func OpAttemptEnd(k Kind) Op { return Op{Op: AttemptEnd, Kind: k} }
 // OpCallEnd is CallEnd.
 var OpCallEnd = Op{Op: CallEnd}
 
-// IsEnd reports whether op is AttemptEnd or CallEnd: an operation only an
-// in-flight budget is told of.
-//
-// Deprecated: compare op.Op with AttemptEnd and CallEnd. IsEnd goes in the
-// next release.
-func (op Op) IsEnd() bool { return op.Op == AttemptEnd || op.Op == CallEnd }
-
 // OpAdvance returns Advance(d).
 func OpAdvance(d time.Duration) Op { return Op{Op: Advance, D: d} }
 

@@ -32,12 +32,6 @@ type Balanced[S any] interface {
 	Balance(s S) int64
 }
 
-// Balancer is the former name of Balanced, which budget.Balancer, a
-// budget's Available() float64, shared.
-//
-// Deprecated: use Balanced. Balancer goes in the next release.
-type Balancer[S any] = Balanced[S]
-
 // A Starter can begin at any instant: InitAt returns the state of a budget
 // built on a clock that reads now. The harness uses it to start budgets at
 // negative instants and near the ends of int64, where slot arithmetic

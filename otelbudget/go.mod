@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/retrybudget/retrybudget v0.0.0
+	github.com/retrybudget/retrybudget/redisbudget v0.0.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
@@ -23,4 +24,7 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 )
 
-replace github.com/retrybudget/retrybudget => ../
+replace (
+	github.com/retrybudget/retrybudget => ../
+	github.com/retrybudget/retrybudget/redisbudget => ../redisbudget
+)

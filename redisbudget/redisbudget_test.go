@@ -16,6 +16,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/race"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/model"
 	"github.com/retrybudget/retrybudget/redisbudget"
@@ -34,7 +35,7 @@ func fresh(prefix string) string {
 // The Lua scripts follow the models exactly, one call at a time, on an
 // injected clock.
 func TestTokenBucketMatchesModel(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		// One goroutine calls the budget: the race detector has nothing
 		// to order, and go test ./... without it (CI runs both) keeps
 		// the verdict; the concurrent tests here still run under it.
@@ -62,7 +63,7 @@ func TestTokenBucketMatchesModel(t *testing.T) {
 }
 
 func TestRatioMatchesModel(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		// One goroutine calls the budget: the race detector has nothing
 		// to order, and go test ./... without it (CI runs both) keeps
 		// the verdict; the concurrent tests here still run under it.

@@ -17,12 +17,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-go test -c -fuzz '^FuzzRatioWindow$' -o "$work/fuzz.test" "$root/fuzz"
+go test -c -fuzz '^FuzzRatioWindow$' -o "$work/fuzz.test" "$root/internal/fuzzops"
 status=0
 for m in "${mutants[@]}"; do
 	dir="$work/$m"
 	mkdir -p "$dir/testdata/fuzz"
-	cp -r "$root/fuzz/testdata/fuzz/FuzzRatioWindow" "$dir/testdata/fuzz/"
+	cp -r "$root/internal/fuzzops/testdata/fuzz/FuzzRatioWindow" "$dir/testdata/fuzz/"
 	dropped=()
 	for seed in "$dir"/testdata/fuzz/FuzzRatioWindow/*; do
 		name=$(basename "$seed")

@@ -15,9 +15,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 status=0
 for t in "$@"; do
 	echo "== $t"
-	dir="$root/fuzz/testdata/fuzz/$t"
+	dir="$root/internal/fuzzops/testdata/fuzz/$t"
 	before=$(ls "$dir" 2>/dev/null | sort)
-	out=$(cd "$root" && go test ./fuzz -run '^$' -fuzz "^$t\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s 2>&1)
+	out=$(cd "$root" && go test ./internal/fuzzops -run '^$' -fuzz "^$t\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s 2>&1)
 	code=$?
 	echo "$out" | tail -3
 	after=$(ls "$dir" 2>/dev/null | sort)

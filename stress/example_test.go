@@ -12,7 +12,7 @@ import (
 // An adapter runs one call of a retry loop, configured from the check's
 // Settings, with the budget and the operation the check supplies. This one
 // is for budget.Retrier; stress.RetrierLoop returns the same. Pass it to
-// budgettest.RunLoop (or stress.CheckLoop) from a test.
+// budgettest.RunLoop from a test.
 func ExampleLoop() {
 	loop := stress.Loop{
 		Name: "budget.Retrier",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/budgettest"
 	"github.com/retrybudget/retrybudget/stress"
 )
 
@@ -187,5 +188,5 @@ func TestHedgePassesLoopChecks(t *testing.T) {
 }
 
 func TestHedgePassesIsolatedLoopChecks(t *testing.T) {
-	stress.CheckLoop(t, hedgeLoop())
+	budgettest.RunLoop(t, hedgeLoop())
 }

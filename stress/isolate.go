@@ -65,16 +65,6 @@ func IsolatedLoopChecks(t *testing.T, l Loop, timeout time.Duration, only ...str
 	return isolate(t, l, only, timeout, 0)
 }
 
-// IsolatedLoopChecksNamed is IsolatedLoopChecks for the checks named in
-// names only.
-//
-// Deprecated: IsolatedLoopChecks takes the names itself. This name goes in
-// the next release.
-func IsolatedLoopChecksNamed(t *testing.T, l Loop, timeout time.Duration, names ...string) map[string]Outcome {
-	t.Helper()
-	return IsolatedLoopChecks(t, l, timeout, names...)
-}
-
 // killGrace is how long after a child's own -test.timeout the parent stops
 // waiting and signals it.
 const killGrace = 10 * time.Second
@@ -261,34 +251,6 @@ func guarded(t *testing.T, l Loop, check string) Loop {
 		return inner(ctx, b, s, op)
 	}
 	return l
-}
-
-// CheckLoop runs the loop checks on l in a child process (see
-// IsolatedLoopChecks) and reports each as a subtest of t: a broken promise
-// fails it, a crash too.
-//
-// Deprecated: use budgettest.RunLoop, the one entry point of the loop
-// checks, which does the same. CheckLoop goes in the next release.
-func CheckLoop(t *testing.T, l Loop) {
-	t.Helper()
-	outcomes := IsolatedLoopChecks(t, l, 0) // fails t at once on an unknown Skip key
-	if outcomes == nil {
-		return // the child: the checks have run
-	}
-	for _, c := range LoopChecks() {
-		t.Run(c.Name, func(t *testing.T) {
-			o := outcomes[c.Name]
-			switch o.Result {
-			case "pass":
-			case "skip":
-				t.Skip(strings.TrimSpace(o.Output))
-			case "crash":
-				t.Errorf("%s: the child process died before this check finished (promise: %s):\n%s", l.Name, c.Rule, o.Output)
-			default:
-				t.Errorf("%s broke the promise %q:\n%s", l.Name, c.Rule, o.Output)
-			}
-		})
-	}
 }
 
 // runPattern returns a -test.run pattern that selects exactly the test

@@ -123,34 +123,28 @@ func TestOutputAfterResultKept(t *testing.T) {
 // probeEnv names the test a child runs as a probe of what a test reports.
 const probeEnv = "RETRYBUDGET_LOOPCHECK_PROBE"
 
-// A Skip key that names no check fails CheckLoop and IsolatedLoopChecks,
-// with the key and the names of the checks.
+// A Skip key that names no check fails IsolatedLoopChecks, with the key
+// and the names of the checks.
 func TestUnknownSkipKeyFails(t *testing.T) {
 	typo := Loop{Name: "Typo", Call: RetrierLoop().Call, Skip: map[string]string{"MaxElapsed": "no elapsed limit"}}
-	if probe := os.Getenv(probeEnv); probe != "" {
-		if probe == "CheckLoop" {
-			CheckLoop(t, typo)
-		} else {
-			IsolatedLoopChecks(t, typo, 0)
-		}
+	if os.Getenv(probeEnv) == "unknown Skip key" {
+		IsolatedLoopChecks(t, typo, 0)
 		t.Log("not stopped")
 		return
 	}
-	for _, entry := range []string{"CheckLoop", "IsolatedLoopChecks"} {
-		cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
-		cmd.Env = append(harness.ChildEnv(), probeEnv+"="+entry)
-		out, err := cmd.CombinedOutput()
-		if err == nil {
-			t.Errorf("%s with an unknown Skip key passed:\n%s", entry, out)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(harness.ChildEnv(), probeEnv+"=unknown Skip key")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Errorf("IsolatedLoopChecks with an unknown Skip key passed:\n%s", out)
+	}
+	for _, want := range append([]string{`skips unknown check "MaxElapsed"`}, checkNames()...) {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("IsolatedLoopChecks with an unknown Skip key: the failure does not say %q:\n%s", want, out)
 		}
-		for _, want := range append([]string{`skips unknown check "MaxElapsed"`}, checkNames()...) {
-			if !strings.Contains(string(out), want) {
-				t.Errorf("%s with an unknown Skip key: the failure does not say %q:\n%s", entry, want, out)
-			}
-		}
-		if strings.Contains(string(out), "not stopped") || strings.Contains(string(out), "=== RUN   "+t.Name()+"/") {
-			t.Errorf("%s went on after the unknown Skip key:\n%s", entry, out)
-		}
+	}
+	if strings.Contains(string(out), "not stopped") || strings.Contains(string(out), "=== RUN   "+t.Name()+"/") {
+		t.Errorf("IsolatedLoopChecks went on after the unknown Skip key:\n%s", out)
 	}
 	if err := validateSkip(RetrierLoop()); err != nil {
 		t.Errorf("validateSkip(RetrierLoop()) = %v, want nil", err)
@@ -160,12 +154,12 @@ func TestUnknownSkipKeyFails(t *testing.T) {
 	}
 }
 
-// A Loop with a nil Call fails CheckLoop once, naming the loop and the
-// field, before any child process starts: no check runs, and nothing
-// crashes.
+// A Loop with a nil Call fails IsolatedLoopChecks once, naming the loop
+// and the field, before any child process starts: no check runs, and
+// nothing crashes.
 func TestNilCallFailsOnce(t *testing.T) {
 	if os.Getenv(probeEnv) == "nil Call" {
-		CheckLoop(t, Loop{Name: "NoCall"})
+		IsolatedLoopChecks(t, Loop{Name: "NoCall"}, 0)
 		t.Log("not stopped")
 		return
 	}
@@ -173,14 +167,14 @@ func TestNilCallFailsOnce(t *testing.T) {
 	cmd.Env = append(harness.ChildEnv(), probeEnv+"=nil Call")
 	out, err := cmd.CombinedOutput()
 	if err == nil {
-		t.Fatalf("CheckLoop with a nil Call passed:\n%s", out)
+		t.Fatalf("IsolatedLoopChecks with a nil Call passed:\n%s", out)
 	}
 	if !strings.Contains(string(out), `loop "NoCall" has a nil Call`) {
 		t.Errorf("the failure does not name the loop and its nil Call:\n%s", out)
 	}
 	for _, bad := range []string{"not stopped", "SIGSEGV", "nil pointer", "=== RUN   " + t.Name() + "/"} {
 		if strings.Contains(string(out), bad) {
-			t.Errorf("CheckLoop went on after the nil Call (%q):\n%s", bad, out)
+			t.Errorf("IsolatedLoopChecks went on after the nil Call (%q):\n%s", bad, out)
 		}
 	}
 }

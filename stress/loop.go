@@ -91,8 +91,8 @@ type Loop struct {
 	// or {"HedgeLosersCancelled": "does not hedge"}.
 	// A skipped check is reported as skipped, with the reason; a check that
 	// is not skipped and whose premise does not happen fails. Every key
-	// must be the name of a check: CheckLoop and IsolatedLoopChecks fail on
-	// any other.
+	// must be the name of a check: budgettest.RunLoop and
+	// IsolatedLoopChecks fail on any other.
 	Skip map[string]string
 }
 

@@ -4,10 +4,11 @@ import (
 	"flag"
 	"testing"
 
+	"github.com/retrybudget/retrybudget/budgettest"
 	"github.com/retrybudget/retrybudget/stress"
 )
 
-var loopReps = flag.Int("loop-reps", 20, "repetitions of the loop checks on budget.Retrier")
+var loopReps = flag.Int("loop.reps", 20, "repetitions of the loop checks on budget.Retrier")
 
 // The reference loop keeps every promise, every time.
 func TestRetrierPassesLoopChecks(t *testing.T) {
@@ -27,8 +28,8 @@ func TestRetrierPassesLoopChecks(t *testing.T) {
 	}
 }
 
-// CheckLoop isolates each check in a child process; the reference loop
-// passes there too.
+// budgettest.RunLoop isolates each check in a child process; the reference
+// loop passes there too.
 func TestRetrierPassesIsolatedLoopChecks(t *testing.T) {
-	stress.CheckLoop(t, stress.RetrierLoop())
+	budgettest.RunLoop(t, stress.RetrierLoop())
 }

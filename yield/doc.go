@@ -19,11 +19,4 @@
 // and cmd/budgetcheck use it. What a user meets of it is [Options], the
 // schedule a failure prints and a replay carries, and [Instrumented], which
 // reports whether the running code was rewritten.
-//
-// The names Run, Report, Step, Site, Choice, Strategy, PCT, Walk, Serial,
-// ParseOptions, ErrOptions and DefaultMaxSteps were the scheduler's API,
-// and the functions Point, M, RW, O, C, WG, Go, Select, Gosched, Spin,
-// Sleep, Sleeper, Mark, Tag, PointAt, Boundary and Outside, with the types
-// they returned, were the hooks that are now methods of Hook. All are
-// deprecated and leave this package in the next release.
 package yield

@@ -34,8 +34,8 @@
 // named, the standard library, the runtime, assembly. A pass proves no
 // violation in the schedules explored.
 //
-// budgetcheck -matrix [-race=false] [-html DIR] [-json] [-catch-runs N]
-// [-ref-reps N] prints this module's kill matrices instead (from a checkout
+// budgetcheck -matrix [-race=false] [-html DIR] [-json] [-catch.runs N]
+// [-ref.reps N] prints this module's kill matrices instead (from a checkout
 // of it): every reference budget and loop, and every mutant, through
 // every check.
 package main
@@ -55,7 +55,7 @@ import (
 
 // usage is budgetcheck's own help, printed by -h, -help and --help.
 const usage = `usage: budgetcheck [-instrument patterns] [-fields=false] [go test flags] [packages]
-       budgetcheck -matrix [-race=false] [-html DIR] [-json] [-catch-runs N] [-ref-reps N]
+       budgetcheck -matrix [-race=false] [-html DIR] [-json] [-catch.runs N] [-ref.reps N]
 
 budgetcheck rewrites the packages named (default ./...), their tests
 included, so that every synchronization point calls package yield, and

@@ -29,8 +29,8 @@ func matrixMain(argv []string) {
 	race := fs.Bool("race", true, "run the harness under the race detector: the Race column needs it (-race=false: faster, and that column is skipped)")
 	htmlDir := fs.String("html", "", "write the HTML rendering of every linearizability violation under `dir`")
 	jsonOut := fs.Bool("json", false, "print the results as JSON instead of tables")
-	catchRuns := fs.Int("catch-runs", 3, "times each mutant must be caught by its check")
-	refReps := fs.Int("ref-reps", 20, "repetitions of every check on every reference budget")
+	catchRuns := fs.Int("catch.runs", 3, "times each mutant must be caught by its check")
+	refReps := fs.Int("ref.reps", 20, "repetitions of every check on every reference budget")
 	fs.Parse(argv)
 
 	root, err := moduleRoot()
@@ -55,7 +55,7 @@ func matrixMain(argv []string) {
 		args = append(args, "-artifacts", "-outputdir", dir)
 	}
 	args = append(args, "-timeout", "60m", "./internal/mutants", "-run", "^(TestKillMatrix|TestLoopKillMatrix)$",
-		fmt.Sprintf("-catch-runs=%d", *catchRuns), fmt.Sprintf("-ref-reps=%d", *refReps), "-matrix.full")
+		fmt.Sprintf("-catch.runs=%d", *catchRuns), fmt.Sprintf("-ref.reps=%d", *refReps), "-matrix.full")
 
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "budgetcheck: go %s\n", strings.Join(args, " "))

@@ -71,23 +71,6 @@ func TestModes(t *testing.T) {
 	}
 }
 
-func TestDeprecatedStressFlagsSetTheSameValues(t *testing.T) {
-	setFlag(t, "budgettest.schedules", "8")
-	setFlag(t, "budgettest.seed", "0")
-	if err := flag.Set("stress.schedules", "3"); err != nil {
-		t.Fatal(err)
-	}
-	if err := flag.Set("stress.seed", "17"); err != nil {
-		t.Fatal(err)
-	}
-	if Schedules() != 3 || SeedBase() != 17 {
-		t.Errorf("after -stress.schedules=3 -stress.seed=17: Schedules() = %d, SeedBase() = %d; want 3, 17", Schedules(), SeedBase())
-	}
-	if got := Flags(); !slices.Contains(got, "-budgettest.schedules=3") || !slices.Contains(got, "-budgettest.seed=17") {
-		t.Errorf("Flags() = %q, want the values set through the deprecated spellings", got)
-	}
-}
-
 func TestOptionsAreDistinctAndStable(t *testing.T) {
 	seen := map[uint64]bool{}
 	for s := range uint64(4) {

@@ -31,7 +31,5 @@
 // One family, -budgettest.control, .schedules, .seed, .replay and
 // .instrument, read by every check and by the loop checks of package
 // stress, and described once, where users read it: the package doc of
-// budgettest ("Controlled schedules on plain go test"). -stress.schedules
-// and -stress.seed are deprecated spellings of -budgettest.schedules and
-// -budgettest.seed, kept for one release.
+// budgettest ("Controlled schedules on plain go test").
 package control

@@ -27,47 +27,6 @@ var (
 		"more packages to rewrite for the controlled runs, comma-separated (the package of the subject's type is found by itself)")
 )
 
-func init() {
-	// Deprecated spellings of the stress package's flags, kept for one
-	// release: they set the same values.
-	flag.Var(intAlias{schedules}, "stress.schedules", "deprecated: use -budgettest.schedules")
-	flag.Var(uintAlias{seed}, "stress.seed", "deprecated: use -budgettest.seed")
-}
-
-type intAlias struct{ p *int }
-
-func (a intAlias) String() string {
-	if a.p == nil {
-		return "0"
-	}
-	return strconv.Itoa(*a.p)
-}
-func (a intAlias) Set(s string) error {
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		return err
-	}
-	*a.p = v
-	return nil
-}
-
-type uintAlias struct{ p *uint64 }
-
-func (a uintAlias) String() string {
-	if a.p == nil {
-		return "0"
-	}
-	return strconv.FormatUint(*a.p, 10)
-}
-func (a uintAlias) Set(s string) error {
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return err
-	}
-	*a.p = v
-	return nil
-}
-
 // A Mode is what -budgettest.control asks for.
 type Mode string
 

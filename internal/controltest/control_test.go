@@ -12,11 +12,12 @@ import (
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/budgettest"
 	"github.com/retrybudget/retrybudget/internal/controltest"
+	"github.com/retrybudget/retrybudget/internal/race"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 )
 
-var reps = flag.Int("control.reps", defaultReps, "seed bases of the catch test, and replays of its last failure (the acceptance level is 20)")
+var reps = flag.Int("control.reps", defaultReps(), "seed bases of the catch test, and replays of its last failure (the acceptance level is 20)")
 
 var bucket = model.TokenBucket{Capacity: 30_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
 
@@ -174,9 +175,17 @@ func TestControlledInvariant(t *testing.T) {
 // ten times slower. go test ./... without -race (CI runs both) keeps
 // their verdicts; TestControlledLinearizableCatchesCheckThenAct still runs
 // under -race.
+// defaultReps is -control.reps's default: 5, or 2 under -race.
+func defaultReps() int {
+	if race.Enabled {
+		return 2
+	}
+	return 5
+}
+
 func skipUnderRace(t *testing.T) {
 	t.Helper()
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("controlled runs in this process: the race detector sees no race in them; checked by go test ./... without -race")
 	}
 }

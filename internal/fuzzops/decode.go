@@ -1,5 +1,3 @@
-// Package fuzzops decodes a fuzzer's bytes into operation sequences, for
-// budgettest.Fuzz and the fuzz targets of package fuzz.
 package fuzzops
 
 import (

@@ -47,7 +47,7 @@
 //     (go runtime.Gosched(), defer runtime.Gosched()) are left, the first
 //     as its go statement is rewritten;
 //   - calls of time.Sleep get the function wrapped in ryield.Sleeper,
-//     which returns yield.Sleep: time.Sleep(d) ->
+//     which returns Hook.Sleep: time.Sleep(d) ->
 //     ryield.Hook.Sleeper(time.Sleep)(d); under control the goroutine then
 //     waits as on a timer's channel, passing the baton meanwhile, instead
 //     of keeping it while it sleeps (the call of a go statement is left,

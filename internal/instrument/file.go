@@ -84,7 +84,7 @@ func FileWith(fset *token.FileSet, f *ast.File, src []byte, info *types.Info, op
 
 // callsHooks reports whether f calls the hooks of package yield itself,
 // where it wants them (a hand-instrumented budget): such a file is left as
-// it is. Other uses of the package (Run, Instrumented) do not count.
+// it is. Other uses of the package (Instrumented, Options) do not count.
 func callsHooks(f *ast.File, info *types.Info) bool {
 	found := false
 	ast.Inspect(f, func(n ast.Node) bool {

@@ -9,19 +9,19 @@ import (
 	"testing"
 )
 
-// TestRewriteSpinModule rewrites testdata/spin, whose goroutines wait in
-// loops with runtime.Gosched, one of them on a read that is not a yield
-// point, and runs its tests with the overlay: under the controlled
-// scheduler, with PCT and the random walk, every run ends without a
-// fallback, since the rewritten Gosched hands the baton on.
-func TestRewriteSpinModule(t *testing.T) {
+// TestRewriteSpinLock rewrites testdata/inmodule's spinlock, whose
+// goroutines wait in loops with runtime.Gosched, one of them on a read
+// that is not a yield point, and runs its tests with the overlay: under
+// the controlled scheduler, with PCT and the random walk, every run ends
+// without a fallback, since the rewritten Gosched hands the baton on.
+func TestRewriteSpinLock(t *testing.T) {
 	requireYield(t)
-	dir, err := filepath.Abs(filepath.Join("testdata", "spin"))
+	dir, err := filepath.Abs(filepath.Join("testdata", "inmodule"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("GOWORK", "off")
-	res, err := Rewrite(Config{Dir: dir, Patterns: []string{"./..."}, Tests: true})
+	res, err := Rewrite(Config{Dir: dir, Patterns: []string{"./spinlock"}, Tests: true})
 	if err != nil {
 		t.Fatalf("Rewrite: %v", err)
 	}
@@ -41,7 +41,7 @@ func TestRewriteSpinModule(t *testing.T) {
 	if n := bytes.Count(rewritten, []byte("ryield.Hook.Spin(runtime.Gosched)()")); n != 2 {
 		t.Errorf("the rewritten spinlock.go wraps %d Gosched calls, want 2:\n%s", n, rewritten)
 	}
-	cmd := exec.Command("go", "test", "-overlay", res.Overlay, "-count=1", "-v", "./...")
+	cmd := exec.Command("go", "test", "-overlay", res.Overlay, "-count=1", "-v", "./spinlock")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -83,11 +83,8 @@ func TestRewriteModule(t *testing.T) {
 	}
 }
 
-// TestRewriteModuleFields rewrites testdata/mod with Fields: naive.go, a
-// budget with no synchronization whose file nothing else rewrites, gets
-// yield points at its fields, and its test finds, under the controlled
-// scheduler, the overspend and the lost update that they expose; quota's
-// tests still pass with its fields instrumented; the _test.go files keep
+// TestRewriteModuleFields rewrites testdata/mod with Fields: quota's tests
+// still pass with its fields instrumented, and the _test.go files keep
 // their fields as they are.
 func TestRewriteModuleFields(t *testing.T) {
 	requireYield(t)
@@ -102,10 +99,44 @@ func TestRewriteModuleFields(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(res.Dir) })
 
-	naive := filepath.Join(dir, "naive", "naive.go")
-	files := []string{filepath.Join(dir, "cmd", "pipeline", "main.go"), naive, filepath.Join(dir, "quota", "quota.go"), filepath.Join(dir, "quota", "quota_test.go")}
+	files := []string{filepath.Join(dir, "cmd", "pipeline", "main.go"), filepath.Join(dir, "quota", "quota.go"), filepath.Join(dir, "quota", "quota_test.go")}
 	if !slices.Equal(res.Files, files) {
 		t.Errorf("Rewrite().Files = %q, want %q", res.Files, files)
+	}
+	cmd := exec.Command("go", "test", "-overlay", res.Overlay, "-count=1", "-v", "./...")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go test -overlay: %v\n%s", err, out)
+	}
+	for _, test := range []string{"TestInstrumented", "TestConcurrentRetries", "TestPanicNamesTheOriginalLine"} {
+		if !bytes.Contains(out, []byte("--- PASS: "+test)) {
+			t.Errorf("go test -overlay did not pass %s:\n%s", test, out)
+		}
+	}
+}
+
+// TestRewriteFieldsSplitsTheReadAndTheWrite rewrites testdata/inmodule's
+// naive with Fields: naive.go, a budget with no synchronization whose file
+// nothing else rewrites, gets yield points at its fields, and its test
+// finds, under the controlled scheduler, the overspend and the lost update
+// that they expose; not rewritten, the same test finds neither.
+func TestRewriteFieldsSplitsTheReadAndTheWrite(t *testing.T) {
+	requireYield(t)
+	dir, err := filepath.Abs(filepath.Join("testdata", "inmodule"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOWORK", "off")
+	res, err := Rewrite(Config{Dir: dir, Patterns: []string{"./naive"}, Tests: true, Fields: true})
+	if err != nil {
+		t.Fatalf("Rewrite: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(res.Dir) })
+
+	naive := filepath.Join(dir, "naive", "naive.go")
+	if !slices.Equal(res.Files, []string{naive}) {
+		t.Errorf("Rewrite().Files = %q, want %q", res.Files, naive)
 	}
 	var overlay struct{ Replace map[string]string }
 	data, err := os.ReadFile(res.Overlay)
@@ -138,15 +169,24 @@ func TestRewriteModuleFields(t *testing.T) {
 		}
 	}
 
-	cmd := exec.Command("go", "test", "-overlay", res.Overlay, "-count=1", "-v", "./...")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go test -overlay: %v\n%s", err, out)
-	}
-	for _, test := range []string{"TestControlledRunsSplitTheReadAndTheWrite", "TestInstrumented", "TestConcurrentRetries", "TestPanicNamesTheOriginalLine"} {
-		if !bytes.Contains(out, []byte("--- PASS: "+test)) {
-			t.Errorf("go test -overlay did not pass %s:\n%s", test, out)
+	// The test logs each of the two when it finds it.
+	for _, run := range []struct {
+		args  []string
+		found bool
+	}{{[]string{"-overlay", res.Overlay}, true}, {nil, false}} {
+		cmd := exec.Command("go", append(append([]string{"test"}, run.args...), "-count=1", "-v", "./naive")...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go test %q: %v\n%s", run.args, err, out)
+		}
+		if !bytes.Contains(out, []byte("--- PASS: TestControlledRunsSplitTheReadAndTheWrite")) {
+			t.Errorf("go test %q did not pass TestControlledRunsSplitTheReadAndTheWrite:\n%s", run.args, out)
+		}
+		for _, log := range []string{"both retries granted", "two successes earned"} {
+			if bytes.Contains(out, []byte(log)) != run.found {
+				t.Errorf("go test %q: logged %q %v, want %v:\n%s", run.args, log, !run.found, run.found, out)
+			}
 		}
 	}
 }

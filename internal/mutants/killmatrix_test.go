@@ -15,13 +15,14 @@ import (
 	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/internal/matrix"
 	"github.com/retrybudget/retrybudget/internal/mutants"
+	"github.com/retrybudget/retrybudget/internal/race"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/model"
 )
 
 var (
-	catchRuns = flag.Int("catch-runs", 1, "times each mutant is caught by the check that must catch it (cmd/budgetcheck: 3)")
-	refReps   = flag.Int("ref-reps", 1, "times every check runs on every reference budget (cmd/budgetcheck: 20)")
+	catchRuns = flag.Int("catch.runs", 1, "times each mutant is caught by the check that must catch it (cmd/budgetcheck: 3)")
+	refReps   = flag.Int("ref.reps", 1, "times every check runs on every reference budget (cmd/budgetcheck: 20)")
 	// The cells of a mutant other than the one its check must catch fail
 	// nothing (a second check catching it is a bonus, not a promise); they
 	// fill in the matrix that cmd/budgetcheck renders and take two thirds
@@ -165,7 +166,7 @@ func runOnce(t *testing.T, r row, c budgettest.Check) (verdict, detail string) {
 		return "caught", firstLines(text[strings.Index(text, "broken rule:"):], 12)
 	case err != nil:
 		return "error", firstLines(text, 30)
-	case c == mutants.Race && !raceEnabled:
+	case c == mutants.Race && !race.Enabled:
 		return "skip", "built without -race: the Race check sees data races only under the race detector (budgetcheck -race)"
 	}
 	return "pass", ""
@@ -178,7 +179,7 @@ func TestKillMatrix(t *testing.T) {
 	for _, r := range rs {
 		for _, c := range checks {
 			cell := matrix.Cell{Matrix: matrix.Budgets, Impl: r.name, Check: string(c), Must: c == r.must, Mutant: r.must != ""}
-			if raceEnabled && !*full && c != mutants.Race {
+			if race.Enabled && !*full && c != mutants.Race {
 				// Under the race detector only the Race check's column,
 				// the one it changes: every other verdict is the same
 				// without -race (go test ./..., which CI runs too), and

@@ -10,7 +10,7 @@ import (
 	"github.com/retrybudget/retrybudget/stress"
 )
 
-var loopRuns = flag.Int("loop.runs", 0, "how many runs, each with a fresh -stress.seed, TestLoopCatchRates makes of the check that must catch each loop mutant that needs an interleaving (0: skipped)")
+var loopRuns = flag.Int("loop.runs", 0, "how many runs, each with a fresh -budgettest.seed, TestLoopCatchRates makes of the check that must catch each loop mutant that needs an interleaving (0: skipped)")
 
 // TestLoopCatchRates measures how often the loop mutants whose bug needs
 // an interleaving are caught by their check, each run with its own seed
@@ -24,7 +24,7 @@ func TestLoopCatchRates(t *testing.T) {
 	if *loopRuns <= 0 {
 		t.Skip("a measurement: run with -loop.runs=N, plain and through cmd/budgetcheck")
 	}
-	seed := flag.Lookup("stress.seed")
+	seed := flag.Lookup("budgettest.seed")
 	defer seed.Value.Set(seed.Value.String())
 	rows := []mutants.LoopMutant{{Loop: mutants.CorrectHedgeLoop(), CaughtBy: "IgnoringOpEndsTheCall"}}
 	for _, m := range mutants.Loops() {

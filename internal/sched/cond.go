@@ -7,8 +7,8 @@ import (
 )
 
 // Cond is the rewrite of a sync.Cond's Wait, Signal and Broadcast:
-// c.Wait() becomes yield.C(&c).Wait(), and p.Signal() yield.C(p).Signal()
-// for p a *sync.Cond.
+// c.Wait() becomes yield.Hook.C(&c).Wait(), and p.Signal()
+// yield.Hook.C(p).Signal() for p a *sync.Cond.
 //
 // A goroutine under control that waits on a sync.Cond itself would block
 // inside the runtime holding the baton, and the run would stop until its

@@ -34,7 +34,7 @@ func P[T any](x T) T {
 // W is a yield point before a store into a field, which returns x, the
 // value stored: the rewrite of an assignment into a field, so that the
 // store is a step of its own, b.tokens -= c becomes
-// yield.Point(); b.tokens = yield.W(b.tokens - c). Unlike a read's P, the
+// yield.Hook.Point(); b.tokens = yield.W(b.tokens - c). Unlike a read's P, the
 // step W begins writes memory that other goroutines may read: while the
 // goroutine holds a mutex it is taken to touch only what the mutex guards,
 // and otherwise to touch anything, as a Hook.Point's step is (see Choice.Obj),
@@ -188,7 +188,7 @@ func (hooks) PointAt(x any) {
 }
 
 // Mutex is the rewrite of a sync.Mutex's methods: m.Lock() becomes
-// yield.M(&m).Lock(). In a controlled run, Lock on a held mutex passes the
+// yield.Hook.M(&m).Lock(). In a controlled run, Lock on a held mutex passes the
 // baton until the mutex is released.
 type Mutex struct{ m *sync.Mutex }
 
@@ -220,7 +220,7 @@ func (m Mutex) Unlock() {
 }
 
 // RWMutex is the rewrite of a sync.RWMutex's methods: m.RLock() becomes
-// yield.RW(&m).RLock().
+// yield.Hook.RW(&m).RLock().
 type RWMutex struct{ m *sync.RWMutex }
 
 // RW returns m's hooks.
@@ -327,7 +327,7 @@ func (hooks) Sleep(d time.Duration) {
 }
 
 // Sleeper returns Hook.Sleep: the rewrite of a call of time.Sleep,
-// time.Sleep(d), is yield.Sleeper(time.Sleep)(d), so that the file still
+// time.Sleep(d), is yield.Hook.Sleeper(time.Sleep)(d), so that the file still
 // uses its import of package time. f is not called.
 func (hooks) Sleeper(f func(time.Duration)) func(time.Duration) { return Hook.Sleep }
 

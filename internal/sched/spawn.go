@@ -10,7 +10,7 @@ import (
 
 // Go is the rewrite of a go statement. go f(x, y) becomes
 //
-//	{ ryield_f, ryield_x, ryield_y := f, x, y; ryield.Go(func() { ryield_f(ryield_x, ryield_y) }) }
+//	{ ryield_f, ryield_x, ryield_y := f, x, y; ryield.Hook.Go(func() { ryield_f(ryield_x, ryield_y) }) }
 //
 // so the function value and its arguments are still evaluated by the
 // goroutine that runs the statement. Called by a goroutine under control,
@@ -84,7 +84,7 @@ func Close[T any](ch chan<- T) {
 }
 
 // Once is the rewrite of a sync.Once's Do: o.Do(f) becomes
-// yield.O(&o).Do(f). In a controlled run, a Do while another goroutine
+// yield.Hook.O(&o).Do(f). In a controlled run, a Do while another goroutine
 // under control is inside Do of the same Once passes the baton until that
 // one returns, instead of blocking in the Once.
 type Once struct{ o *sync.Once }
@@ -220,7 +220,7 @@ func (c *SendCase[T]) deliver(any) {}
 //
 // becomes
 //
-//	switch ryield_0, ryield_1 := ryield.R(a), ryield.S(b, x); ryield.Select(true, ryield_0, ryield_1) {
+//	switch ryield_0, ryield_1 := ryield.R(a), ryield.S(b, x); ryield.Hook.Select(true, ryield_0, ryield_1) {
 //	case 0: v := ryield_0.V; A
 //	case 1: B
 //	default: D }
@@ -391,7 +391,7 @@ func (r *run) unknownStep(g *gor) {
 }
 
 // WaitGroup is the rewrite of a sync.WaitGroup's Go and Wait:
-// wg.Go(f) becomes yield.WG(&wg).Go(f). Its Add and Done are not
+// wg.Go(f) becomes yield.Hook.WG(&wg).Go(f). Its Add and Done are not
 // rewritten.
 type WaitGroup struct{ wg *sync.WaitGroup }
 

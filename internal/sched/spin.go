@@ -188,7 +188,7 @@ func loadPointer(x any) (cellValue, bool) {
 func (hooks) Gosched() { Hook.Spin(runtime.Gosched)() }
 
 // Spin is the rewrite of a call of runtime.Gosched, which keeps the call:
-// runtime.Gosched() becomes yield.Spin(runtime.Gosched)(). It returns f.
+// runtime.Gosched() becomes yield.Hook.Spin(runtime.Gosched)(). It returns f.
 // In a controlled run, the goroutine that calls it says it is waiting for
 // another to do something: it passes the baton to another goroutine that
 // can run, and is passed over until one of the others makes progress

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrybudget/retrybudget/internal/race"
 	"github.com/retrybudget/retrybudget/internal/sched"
 )
 
@@ -366,7 +367,7 @@ func TestExhaustedRunReturnsWithoutItsSpinners(t *testing.T) {
 // The default step bound holds a spinning run's memory: a goroutine that
 // spins alone for a million steps records them and stops there.
 func TestDefaultStepBoundHoldsMemory(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		t.Skip("a million steps")
 	}
 	guarded(t, func() {

@@ -41,7 +41,7 @@ func run(t *testing.T, seed uint64, step time.Duration, newBudget func(budget.Cl
 	return r
 }
 
-var stressRuns = flag.Int("stress-runs", 5, "stress runs of each reference budget")
+var stressRuns = flag.Int("stress.runs", 5, "stress runs of each reference budget")
 
 func TestReferenceBudgetsHoldTheirInvariants(t *testing.T) {
 	runs := *stressRuns

@@ -1,11 +1,13 @@
-// Package surface holds the test that keeps the module's public API small:
+// Package surface holds the tests that keep the module's public API small:
 // the count of exported names a reader of go doc meets in the public
-// packages, deprecated ones apart.
+// packages, and the rule that no name anywhere in the repository is kept
+// as Deprecated.
 package surface
 
 import (
 	"go/ast"
 	"go/parser"
+	"go/scanner"
 	"go/token"
 	"os"
 	"path/filepath"
@@ -23,15 +25,13 @@ const modulePath = "github.com/retrybudget/retrybudget"
 // TestPublicSurface counts, in each public package of this module (not
 // internal/, cmd/, testdata/ nor a nested module), its exported
 // package-level names and the exported methods of its exported types,
-// leaving out the names documented as Deprecated. A type that aliases a
-// type of an internal package brings that type's exported methods, which
-// go doc does not list under it, into the count. This is how the rapid
-// (116), porcupine (25) and goleak (10) counts the project compares itself
-// with were made.
+// every one of them. A type that aliases a type of an internal package
+// brings that type's exported methods, which go doc does not list under
+// it, into the count. This is how the rapid (116), porcupine (25) and
+// goleak (10) counts the project compares itself with were made.
 func TestPublicSurface(t *testing.T) {
 	root := filepath.Join("..", "..")
 	counts := map[string]int{}
-	deprecated := map[string]int{}
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -53,14 +53,12 @@ func TestPublicSurface(t *testing.T) {
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 		if err != nil {
 			return err
 		}
 		pkg := filepath.ToSlash(filepath.Dir(rel))
-		n, dep := count(t, root, f)
-		counts[pkg] += n
-		deprecated[pkg] += dep
+		counts[pkg] += count(t, root, f)
 		return nil
 	})
 	if err != nil {
@@ -74,20 +72,21 @@ func TestPublicSurface(t *testing.T) {
 	}
 	sort.Strings(pkgs)
 	for _, p := range pkgs {
-		t.Logf("%-16s %3d (and %d deprecated)", p, counts[p], deprecated[p])
+		t.Logf("%-16s %3d", p, counts[p])
 	}
 	t.Logf("%-16s %3d", "total", total)
 	if counts["budget"] == 0 || counts["budgettest"] == 0 {
 		t.Fatalf("no names counted in budget or budgettest: the walk missed the packages")
 	}
 	if total > budget {
-		t.Errorf("the public packages export %d names, over the budget of %d: make a name internal, or keep it one release as Deprecated", total, budget)
+		t.Errorf("the public packages export %d names, over the budget of %d: make a name internal", total, budget)
 	}
 }
 
-// count returns the exported names f declares, deprecated ones apart, and
-// how many deprecated ones it declares.
-func count(t *testing.T, root string, f *ast.File) (n, dep int) {
+// count returns the exported names f declares: its exported package-level
+// names, the exported methods of its exported types, and the exported
+// methods of the internal types its exported aliases name.
+func count(t *testing.T, root string, f *ast.File) int {
 	imports := map[string]string{}
 	for _, im := range f.Imports {
 		p, _ := strconv.Unquote(im.Path.Value)
@@ -97,20 +96,14 @@ func count(t *testing.T, root string, f *ast.File) (n, dep int) {
 		}
 		imports[name] = p
 	}
-	add := func(doc *ast.CommentGroup) {
-		if doc != nil && strings.Contains(doc.Text(), "Deprecated:") {
-			dep++
-			return
-		}
-		n++
-	}
+	n := 0
 	for _, decl := range f.Decls {
 		switch d := decl.(type) {
 		case *ast.FuncDecl:
 			if !d.Name.IsExported() || d.Recv != nil && !exportedRecv(d.Recv.List[0].Type) {
 				continue
 			}
-			add(d.Doc)
+			n++
 		case *ast.GenDecl:
 			for _, s := range d.Specs {
 				switch s := s.(type) {
@@ -118,30 +111,21 @@ func count(t *testing.T, root string, f *ast.File) (n, dep int) {
 					if !s.Name.IsExported() {
 						continue
 					}
-					doc := s.Doc
-					if doc == nil && len(d.Specs) == 1 {
-						doc = d.Doc
-					}
-					before := dep
-					add(doc)
-					if dep == before && s.Assign.IsValid() {
+					n++
+					if s.Assign.IsValid() {
 						n += internalMethods(t, root, imports, s.Type)
 					}
 				case *ast.ValueSpec:
-					doc := s.Doc
-					if doc == nil && len(d.Specs) == 1 {
-						doc = d.Doc
-					}
 					for _, name := range s.Names {
 						if name.IsExported() {
-							add(doc)
+							n++
 						}
 					}
 				}
 			}
 		}
 	}
-	return n, dep
+	return n
 }
 
 // exportedRecv reports whether a method's receiver type is exported.
@@ -201,6 +185,76 @@ func recvName(e ast.Expr) string {
 			return x.Name
 		default:
 			return ""
+		}
+	}
+}
+
+// TestNoDeprecated fails on every "Deprecated:" doc line in a non-test Go
+// file of the repository: every module, testdata included. The project
+// has not been released, so there is no one to keep an old name for: a
+// name is renamed or deleted, and its callers changed, in one change.
+func TestNoDeprecated(t *testing.T) {
+	root := filepath.Join("..", "..")
+	files := 0
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir // .git and other hidden trees
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		files++
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		for _, line := range deprecatedLines(src) {
+			t.Errorf("%s:%d: a \"Deprecated:\" doc line: delete the name, and change its callers", filepath.ToSlash(rel), line)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("read %d Go files: the walk missed the repository", files)
+	}
+	t.Logf("%d Go files read", files)
+}
+
+// deprecatedLines returns the lines of src where a line of a comment
+// begins with "Deprecated:", as the deprecation paragraph of a doc
+// comment does. It tokenizes src, so that a string that says so does not
+// count, and a file that does not compile is still read.
+func deprecatedLines(src []byte) []int {
+	fset := token.NewFileSet()
+	file := fset.AddFile("", fset.Base(), len(src))
+	var s scanner.Scanner
+	s.Init(file, src, nil, scanner.ScanComments)
+	var lines []int
+	for {
+		pos, tok, lit := s.Scan()
+		if tok == token.EOF {
+			return lines
+		}
+		if tok != token.COMMENT {
+			continue
+		}
+		first := fset.Position(pos).Line
+		text := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(lit, "//"), "/*"), "*/")
+		for i, l := range strings.Split(text, "\n") {
+			l = strings.TrimLeft(l, " \t")
+			l = strings.TrimLeft(strings.TrimPrefix(l, "*"), " \t") // a block comment's margin
+			if strings.HasPrefix(l, "Deprecated:") {
+				lines = append(lines, first+i)
+			}
 		}
 	}
 }

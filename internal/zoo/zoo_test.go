@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/budgettest"
+	"github.com/retrybudget/retrybudget/internal/race"
 	"github.com/retrybudget/retrybudget/model"
 )
 
@@ -403,7 +404,7 @@ func TestInFlightCountsStopAtCap(t *testing.T) {
 // under it.
 func skipUnderRace(t *testing.T) {
 	t.Helper()
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("a design on a mutex, a channel or atomics only: checked by go test ./... without -race")
 	}
 }

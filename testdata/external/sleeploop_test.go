@@ -26,7 +26,7 @@ func sleepLoop() stress.Loop {
 // budgetcheck too, where the sleep is rewritten to pass the baton, another
 // goroutine's sleep is not charged to a call that was denied.
 func TestSleepLoop(t *testing.T) {
-	out := stress.IsolatedLoopChecksNamed(t, sleepLoop(), 2*time.Minute, "PromptReturnOnCancel", "SharedBudgetRespected", "PermanentNeverRetried")
+	out := stress.IsolatedLoopChecks(t, sleepLoop(), 2*time.Minute, "PromptReturnOnCancel", "SharedBudgetRespected", "PermanentNeverRetried")
 	if out == nil {
 		return // a child
 	}

@@ -1,5 +1,0 @@
-//go:build race
-
-package mutants_test
-
-const raceEnabled = true

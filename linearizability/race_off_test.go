@@ -1,5 +1,0 @@
-//go:build !race
-
-package linearizability_test
-
-const raceEnabled = false
