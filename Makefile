@@ -32,16 +32,16 @@ lin:
 # -race (the Race column needs it); prints the matrices. budgetcheck -matrix
 # runs the same and formats them.
 killmatrix:
-	$(GO) test -race -timeout 60m ./internal/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch.runs=$(CATCHRUNS) -ref.reps=$(REFREPS) -matrix.full
+	$(GO) test -race -timeout 60m ./internal/subjects/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch.runs=$(CATCHRUNS) -ref.reps=$(REFREPS) -matrix.full
 
-# How often budgettest.Run catches each broken budget of internal/wild and
-# internal/mutants, CATCHRATERUNS runs each, with and without -race; the
+# How often budgettest.Run catches each broken budget of internal/subjects/wild and
+# internal/subjects/mutants, CATCHRATERUNS runs each, with and without -race; the
 # tables are in the log (the test fails whenever a check does, which is how
 # a caught run shows).
 CATCHRATERUNS ?= 20
 catchrates:
-	-$(GO) test -race -timeout 120m ./internal/wild -count=1 -v -run 'TestCatchRates' -catch.runs=$(CATCHRATERUNS) | grep -E 'caught'
-	-$(GO) test -timeout 120m ./internal/wild -count=1 -v -run 'TestCatchRates' -catch.runs=$(CATCHRATERUNS) | grep -E 'caught'
+	-$(GO) test -race -timeout 120m ./internal/subjects/wild -count=1 -v -run 'TestCatchRates' -catch.runs=$(CATCHRATERUNS) | grep -E 'caught'
+	-$(GO) test -timeout 120m ./internal/subjects/wild -count=1 -v -run 'TestCatchRates' -catch.runs=$(CATCHRATERUNS) | grep -E 'caught'
 
 # The tests of testdata/unseen and testdata/classes run both ways, plain go
 # test and cmd/budgetcheck: each subtest must give the same verdict, and

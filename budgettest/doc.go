@@ -16,7 +16,7 @@
 // builds: a bad subject fails with a rule of its own and never crashes or
 // hangs the test binary.
 //
-// The project's own kill matrix (internal/mutants, printed by
+// The project's own kill matrix (internal/subjects/mutants, printed by
 // cmd/budgetcheck) runs through VerifyCheck: each deliberately broken
 // budget is caught by the check that must catch it, and every reference
 // budget passes every check.

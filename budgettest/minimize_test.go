@@ -12,8 +12,8 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/budgettest"
-	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
+	"github.com/retrybudget/retrybudget/internal/subjects/mutants"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 )
@@ -27,7 +27,7 @@ var minimized = regexp.MustCompile(`minimized from (\d+) to (\d+) operations`)
 // The code is not instrumented here, so whether a run meets the race is up
 // to the machine's scheduler: on a loaded machine 500 scenarios miss it
 // about one time in five, and the check gets three attempts. (Under
-// control it is caught on every run: see internal/controltest.)
+// control it is caught on every run: see internal/subjects/controltest.)
 func TestLinearizableExplainsCheckThenAct(t *testing.T) {
 	var err error
 	for attempt := range 3 {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/budgettest"
-	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
+	"github.com/retrybudget/retrybudget/internal/subjects/mutants"
 	"github.com/retrybudget/retrybudget/model"
 )
 
@@ -39,7 +39,7 @@ func TestRaceCheckSummarizesTheReports(t *testing.T) {
 	if reports, _ := strconv.Atoi(mm[1]); reports < 1 || strings.Count(f.Detail, "WARNING: DATA RACE") != 1 {
 		t.Errorf("%s reports, %d printed in full; want every report counted, one printed:\n%v", mm[1], strings.Count(f.Detail, "WARNING: DATA RACE"), f)
 	}
-	if !strings.Contains(f.Detail, "mutants.(*MissingLock).Retry() (") || !strings.Contains(f.Detail, "\n    against github.com/retrybudget/retrybudget/internal/mutants.(*MissingLock)") {
+	if !strings.Contains(f.Detail, "mutants.(*MissingLock).Retry() (") || !strings.Contains(f.Detail, "\n    against github.com/retrybudget/retrybudget/internal/subjects/mutants.(*MissingLock)") {
 		t.Errorf("the sites do not name the budget's methods:\n%v", f)
 	}
 	sub.Name = "reference"

@@ -293,7 +293,7 @@ func TestExhaustReducesCriticalSections(t *testing.T) {
 // marks the answer the model gives otherwise; a schedule that no longer
 // violates the model has no story. (The budget's lines the story names are
 // those of code outside this package, whose frames it leaves out: the
-// budgets here are this package's, so internal/controltest checks those
+// budgets here are this package's, so internal/subjects/controltest checks those
 // lines, through Search.)
 func TestInterleavingTellsTheViolation(t *testing.T) {
 	newBudget := func(budget.Clock) budget.Budget { b := &loadThenStore{}; b.n.Store(1); return b }

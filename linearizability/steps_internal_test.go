@@ -11,8 +11,8 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
-	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/internal/race"
+	"github.com/retrybudget/retrybudget/internal/subjects/mutants"
 	"github.com/retrybudget/retrybudget/model"
 )
 

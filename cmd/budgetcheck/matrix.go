@@ -54,7 +54,7 @@ func matrixMain(argv []string) {
 		}
 		args = append(args, "-artifacts", "-outputdir", dir)
 	}
-	args = append(args, "-timeout", "60m", "./internal/mutants", "-run", "^(TestKillMatrix|TestLoopKillMatrix)$",
+	args = append(args, "-timeout", "60m", "./internal/subjects/mutants", "-run", "^(TestKillMatrix|TestLoopKillMatrix)$",
 		fmt.Sprintf("-catch.runs=%d", *catchRuns), fmt.Sprintf("-ref.reps=%d", *refReps), "-matrix.full")
 
 	start := time.Now()

@@ -266,9 +266,9 @@ func goCommand() (string, error) {
 // suitePackages are the packages of this module that judge rather than
 // are judged: never rewritten unless named.
 var suitePackages = []string{
-	"budgettest", "stress", "linearizability", "model", "sim", "fuzz", "yield", "internal/sched", "internal/fuzzops",
+	"budgettest", "stress", "linearizability", "model", "yield", "internal/sched", "internal/fuzzops",
 	"internal/harness", "internal/stressrun", "internal/seqcheck", "internal/instrument",
-	"internal/matrix", "internal/control", "internal/simcases", "internal/sim",
+	"internal/matrix", "internal/control", "internal/simcases", "internal/sim", "internal/race",
 }
 
 const modulePath = "github.com/retrybudget/retrybudget"

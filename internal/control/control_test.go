@@ -92,18 +92,18 @@ func TestOptionsAreDistinctAndStable(t *testing.T) {
 
 func TestIsSuite(t *testing.T) {
 	for p, want := range map[string]bool{
-		modulePath + "/budgettest":         true,
-		modulePath + "/internal/harness":   true,
-		modulePath + "/cmd/budgetcheck":    true,
-		modulePath + "/budget":             false,
-		modulePath + "/internal/mutants":   false,
-		"example.com/budgettest":           false,
-		"github.com/failsafe-go/x/budget":  false,
-		modulePath + "/internal/zoo":       false,
-		modulePath + "/internal/control":   true,
-		modulePath + "/linearizability":    true,
-		modulePath + "/redisbudget":        false,
-		modulePath + "/internal/stressrun": true,
+		modulePath + "/budgettest":                true,
+		modulePath + "/internal/harness":          true,
+		modulePath + "/cmd/budgetcheck":           true,
+		modulePath + "/budget":                    false,
+		modulePath + "/internal/subjects/mutants": false,
+		"example.com/budgettest":                  false,
+		"github.com/failsafe-go/x/budget":         false,
+		modulePath + "/internal/subjects/zoo":     false,
+		modulePath + "/internal/control":          true,
+		modulePath + "/linearizability":           true,
+		modulePath + "/redisbudget":               false,
+		modulePath + "/internal/stressrun":        true,
 	} {
 		if got := isSuite(p); got != want {
 			t.Errorf("isSuite(%q) = %v, want %v", p, got, want)

@@ -1,5 +1,5 @@
 // Package matrix is the one schema of the kill matrices: the cells the
-// kill-matrix tests (internal/mutants) log and cmd/budgetcheck reads back
+// kill-matrix tests (internal/subjects/mutants) log and cmd/budgetcheck reads back
 // from go test -json.
 package matrix
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
-	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/internal/stressrun"
+	"github.com/retrybudget/retrybudget/internal/subjects/mutants"
 	"github.com/retrybudget/retrybudget/model"
 )
 

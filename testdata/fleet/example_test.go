@@ -29,4 +29,3 @@ func Example_awsFleet() {
 	}
 	_ = cfg
 }
-

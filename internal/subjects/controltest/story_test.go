@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/retrybudget/retrybudget/budget"
-	"github.com/retrybudget/retrybudget/internal/controltest"
+	"github.com/retrybudget/retrybudget/internal/subjects/controltest"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 )

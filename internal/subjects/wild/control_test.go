@@ -39,7 +39,7 @@ func concurrencyCases() []Case {
 // escapes a run.
 // Run it through the command, so that the budgets are instrumented:
 //
-//	go run ./cmd/budgetcheck -run TestControlledCatchRates -control.runs=100 ./internal/wild -instrument ./internal/mutants
+//	go run ./cmd/budgetcheck -run TestControlledCatchRates -control.runs=100 ./internal/subjects/wild -instrument ./internal/subjects/mutants
 func TestControlledCatchRates(t *testing.T) {
 	if *controlRuns <= 0 {
 		t.Skip("a measurement: run with -control.runs=N through cmd/budgetcheck")
@@ -109,7 +109,7 @@ var replayRE = regexp.MustCompile(`-budgettest\.replay='([^']*)'`)
 // schedule, and replays the printed flag -control.runs times: every replay
 // must fail the same way.
 //
-//	go run ./cmd/budgetcheck -run TestControlledReplay -control.runs=20 ./internal/wild -instrument ./internal/mutants
+//	go run ./cmd/budgetcheck -run TestControlledReplay -control.runs=20 ./internal/subjects/wild -instrument ./internal/subjects/mutants
 func TestControlledReplay(t *testing.T) {
 	if *controlRuns <= 0 {
 		t.Skip("a measurement: run with -control.runs=N through cmd/budgetcheck")

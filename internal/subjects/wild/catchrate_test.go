@@ -9,14 +9,14 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/budgettest"
-	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
+	"github.com/retrybudget/retrybudget/internal/subjects/mutants"
 	"github.com/retrybudget/retrybudget/model"
 )
 
 var catchRuns = flag.Int("catch.runs", 0, "how many runs of the suite TestCatchRates makes on every broken budget (0: the test is skipped)")
 
-// mutantCases returns the budget mutants of internal/mutants as Cases, on
+// mutantCases returns the budget mutants of internal/subjects/mutants as Cases, on
 // the subjects the kill matrix gives them.
 func mutantCases() []Case {
 	var out []Case
@@ -49,8 +49,8 @@ func mutantCases() []Case {
 	return out
 }
 
-// TestCatchRates measures, for every broken budget of internal/wild and
-// internal/mutants, in how many of -catch.runs runs the suite fails it. A
+// TestCatchRates measures, for every broken budget of internal/subjects/wild and
+// internal/subjects/mutants, in how many of -catch.runs runs the suite fails it. A
 // run is the checks of budgettest.Run in order, each a subtest, stopped at
 // the first that fails: the verdict Run gives, since Run fails when any
 // check does, and a data race that the race detector reports fails its

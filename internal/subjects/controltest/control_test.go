@@ -11,8 +11,8 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/budgettest"
-	"github.com/retrybudget/retrybudget/internal/controltest"
 	"github.com/retrybudget/retrybudget/internal/race"
+	"github.com/retrybudget/retrybudget/internal/subjects/controltest"
 	"github.com/retrybudget/retrybudget/linearizability"
 	"github.com/retrybudget/retrybudget/model"
 )

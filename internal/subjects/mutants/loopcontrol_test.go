@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/retrybudget/retrybudget/internal/mutants"
 	"github.com/retrybudget/retrybudget/internal/sched"
+	"github.com/retrybudget/retrybudget/internal/subjects/mutants"
 	"github.com/retrybudget/retrybudget/stress"
 )
 
@@ -18,8 +18,8 @@ var loopRuns = flag.Int("loop.runs", 0, "how many runs, each with a fresh -budge
 // it runs under control. The correct hedging loop is measured beside them
 // and must pass every run.
 //
-//	go test -run TestLoopCatchRates -loop.runs=100 -v ./internal/mutants
-//	go run ./cmd/budgetcheck -run TestLoopCatchRates -loop.runs=100 -v ./internal/mutants
+//	go test -run TestLoopCatchRates -loop.runs=100 -v ./internal/subjects/mutants
+//	go run ./cmd/budgetcheck -run TestLoopCatchRates -loop.runs=100 -v ./internal/subjects/mutants
 func TestLoopCatchRates(t *testing.T) {
 	if *loopRuns <= 0 {
 		t.Skip("a measurement: run with -loop.runs=N, plain and through cmd/budgetcheck")

@@ -7,7 +7,7 @@ import (
 	"github.com/retrybudget/retrybudget/budgettest"
 )
 
-// replayCatches are the broken budgets of internal/wild that the Replay
+// replayCatches are the broken budgets of internal/subjects/wild that the Replay
 // check catches on its own, every run (it is deterministic): their bugs
 // are in the arithmetic of time, of slots and of large counts, which its
 // fixed sequences (volume, ramp, fractions, slot boundaries and a

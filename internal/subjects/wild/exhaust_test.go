@@ -21,7 +21,7 @@ var exhaustRE = regexp.MustCompile(`found by the exhaustive stage \(every schedu
 // for a bug that stage does not find within its bound of preemptions, and
 // prints a table of the scenario and the schedules each needed.
 //
-//	go run ./cmd/budgetcheck -run TestExhaustiveTable -exhaust.table ./internal/wild -instrument ./internal/mutants
+//	go run ./cmd/budgetcheck -run TestExhaustiveTable -exhaust.table ./internal/subjects/wild -instrument ./internal/subjects/mutants
 func TestExhaustiveTable(t *testing.T) {
 	if !*exhaustTable {
 		t.Skip("a measurement: run with -exhaust.table through cmd/budgetcheck")

@@ -27,7 +27,7 @@ func checkOf[S any](sub budgettest.Subject[S]) check {
 // Linearizable check passes in every one of -control.runs runs under
 // control, each run from its own seed base:
 //
-//	go run ./cmd/budgetcheck -run TestControlledPasses -control.runs=100 ./internal/zoo
+//	go run ./cmd/budgetcheck -run TestControlledPasses -control.runs=100 ./internal/subjects/zoo
 func TestControlledPasses(t *testing.T) {
 	if *controlRuns <= 0 {
 		t.Skip("a measurement: run with -control.runs=N through cmd/budgetcheck")
