@@ -14,6 +14,8 @@ func TestNoAllocs(t *testing.T) {
 	refill.RefillPerSecond, refill.Clock = 10, clock
 	ratioCfg := budget.DefaultRatioConfig()
 	ratioCfg.Clock = clock
+	reserveCfg := ratioCfg
+	reserveCfg.Reserve = 100
 	budgets := []struct {
 		name string
 		b    budget.Budget
@@ -21,6 +23,7 @@ func TestNoAllocs(t *testing.T) {
 		{"TokenBucket", newBucket(t, budget.DefaultTokenBucketConfig())},
 		{"TokenBucketRefill", newBucket(t, refill)},
 		{"Ratio", newRatio(t, ratioCfg)},
+		{"RatioReserve", newRatio(t, reserveCfg)},
 		{"RatioMonotonicClock", newRatio(t, budget.DefaultRatioConfig())},
 		{"Throttle", newThrottle(t, 10, 0.1)},
 		{"InFlight", newInFlight(t, budget.DefaultInFlightConfig())},

@@ -263,6 +263,84 @@ func TestRatioAnchors(t *testing.T) {
 	})
 }
 
+// Reserve is added to the ratio's allowance, and Floor is a minimum the
+// sum is raised to: max(Floor, ⌊Ratio × requests⌋ + Reserve), on 10% here.
+func TestRatioReserve(t *testing.T) {
+	cfg := func(floor, reserve int) budget.RatioConfig {
+		return budget.RatioConfig{Ratio: 0.1, Window: 10 * time.Second, Slots: 10, Floor: floor, Reserve: reserve, Clock: new(budget.ManualClock)}
+	}
+	t.Run("ReachedExactly", func(t *testing.T) {
+		// 30 requests allow 3 + 2.
+		run(t, newRatio(t, cfg(0, 2)), nil, seq(
+			repeat(30, request()),
+			[]step{balance(5)},
+			repeat(5, retry(budget.Transient, true)),
+			[]step{balance(0), retry(budget.Transient, false), retry(budget.Throttled, false)},
+		))
+	})
+	t.Run("ARequestRaisesIt", func(t *testing.T) {
+		// 29 requests allow ⌊2.9⌋ + 2 = 4; the 30th, one more.
+		run(t, newRatio(t, cfg(0, 2)), nil, seq(
+			repeat(29, request()),
+			repeat(4, retry(budget.Transient, true)),
+			[]step{retry(budget.Transient, false), request(), balance(1), retry(budget.Transient, true), retry(budget.Transient, false)},
+		))
+	})
+	t.Run("NoTraffic", func(t *testing.T) {
+		run(t, newRatio(t, cfg(0, 2)), nil, seq(
+			[]step{balance(2)},
+			repeat(2, retry(budget.Transient, true)),
+			[]step{retry(budget.Transient, false)},
+		))
+	})
+	t.Run("FloorAbove", func(t *testing.T) {
+		// max(10, 3 + 2).
+		run(t, newRatio(t, cfg(10, 2)), nil, seq(
+			repeat(30, request()),
+			[]step{balance(10)},
+			repeat(10, retry(budget.Transient, true)),
+			[]step{retry(budget.Transient, false)},
+		))
+	})
+	t.Run("FloorBelow", func(t *testing.T) {
+		// max(3, 3 + 2).
+		run(t, newRatio(t, cfg(3, 2)), nil, seq(
+			repeat(30, request()),
+			[]step{balance(5)},
+			repeat(5, retry(budget.Transient, true)),
+			[]step{retry(budget.Transient, false)},
+		))
+	})
+	t.Run("FloorAndReserveTakeTurns", func(t *testing.T) {
+		// max(3, 0 + 2) with no requests, max(3, 1 + 2) at 10, max(3, 2 + 2) at 20.
+		run(t, newRatio(t, cfg(3, 2)), nil, seq(
+			repeat(3, retry(budget.Transient, true)),
+			[]step{retry(budget.Transient, false)},
+			repeat(10, request()),
+			[]step{retry(budget.Transient, false)},
+			repeat(10, request()),
+			[]step{retry(budget.Transient, true), retry(budget.Transient, false)},
+		))
+	})
+	t.Run("ComesBackAsTheWindowSlides", func(t *testing.T) {
+		// The reserve is in every window: the retries that spent it leave
+		// the window and it can be spent again.
+		c := cfg(0, 2)
+		clock := c.Clock.(*budget.ManualClock)
+		run(t, newRatio(t, c), clock, seq(
+			repeat(2, retry(budget.Transient, true)),
+			[]step{retry(budget.Transient, false), advance(10 * time.Second), balance(2)},
+			repeat(2, retry(budget.Transient, true)),
+			[]step{retry(budget.Transient, false)},
+		))
+	})
+	t.Run("Largest", func(t *testing.T) {
+		// 2^40 and a ratio of 1: one request allows 2^40 + 1.
+		r := newRatio(t, budget.RatioConfig{Ratio: 1, Window: time.Second, Slots: 1, Reserve: 1 << 40, Clock: new(budget.ManualClock)})
+		run(t, r, nil, []step{request(), balance(1<<40 + 1), retry(budget.Transient, true), balance(1 << 40)})
+	})
+}
+
 func TestThrottleAnchors(t *testing.T) {
 	t.Run("BoundaryAtHalfOfMax", func(t *testing.T) {
 		// gRFC A6: a retry is allowed only while tokens > max/2.

@@ -66,6 +66,8 @@ func TestInvalidConfigs(t *testing.T) {
 		{"SlotsTooMany", ratio(func(c *budget.RatioConfig) { c.Slots = 1 << 21 }), []string{"RatioConfig.Slots", "got 2097152", "[1, 1048576]"}},
 		{"SlotsNarrowerThanOneNanosecond", ratio(func(c *budget.RatioConfig) { c.Window = 10; c.Slots = 11 }), []string{"RatioConfig.Slots", "got 11", "at most Window in nanoseconds (10)"}},
 		{"FloorNegative", ratio(func(c *budget.RatioConfig) { c.Floor = -1 }), []string{"RatioConfig.Floor", "got -1", ">= 0"}},
+		{"ReserveNegative", ratio(func(c *budget.RatioConfig) { c.Reserve = -1 }), []string{"RatioConfig.Reserve", "got -1", "[0, 1099511627776] (2^40)"}},
+		{"ReserveAboveTwoToTheFortieth", ratio(func(c *budget.RatioConfig) { c.Reserve = 1<<40 + 1 }), []string{"RatioConfig.Reserve", "got 1099511627777", "[0, 1099511627776] (2^40)"}},
 		{"MaxTokensZero", throttle(0, 0.1), []string{"maxTokens", "got 0", "(0, 1000]"}},
 		{"MaxTokensNegative", throttle(-10, 0.1), []string{"maxTokens", "got -10"}},
 		{"MaxTokensAbove1000", throttle(1000.5, 0.1), []string{"maxTokens", "got 1000.5", "(0, 1000]"}},
@@ -127,6 +129,8 @@ func TestBoundaryConfigs(t *testing.T) {
 	ok("ratio 1, one-nanosecond slots, floor 0", err)
 	_, err = budget.NewRatio(budget.RatioConfig{Ratio: 1e-6, Window: time.Duration(math.MaxInt64), Slots: 1 << 20})
 	ok("smallest ratio, longest window, most slots", err)
+	_, err = budget.NewRatio(budget.RatioConfig{Ratio: 1, Window: time.Second, Slots: 1, Reserve: 1 << 40})
+	ok("largest reserve", err)
 	_, err = budget.NewThrottle(1000, 1000)
 	ok("largest max tokens and ratio", err)
 	_, err = budget.NewThrottle(0.001, 0.001)

@@ -66,6 +66,44 @@ func ExampleNewRatio() {
 	// Output: 5 of 10 retries granted for 50 requests
 }
 
+// Finagle's default retry budget (com.twitter.finagle.service.RetryBudget's
+// apply(): ttl 10 s, minRetriesPerSec 10, percentCanRetry 0.2) allows 20% of
+// the requests of about the last ttl plus minRetriesPerSec × ttl in seconds:
+// a Ratio over a 10 s Window with a Reserve of 100, checked against
+// model.Ratio{PPM: 200_000, Window: 10 * time.Second, Slots: 10, Reserve: 100}.
+// tower's TpsBudget::default() has the same numbers. The rule is theirs;
+// the window is this package's (slots on a grid of Window/Slots), where
+// theirs are slices that begin when a call finds the last one expired.
+func ExampleRatio_finagle() {
+	const (
+		ttl              = 10 * time.Second
+		minRetriesPerSec = 10
+		percentCanRetry  = 0.2
+	)
+	b, err := budget.NewRatio(budget.RatioConfig{
+		Ratio:   percentCanRetry,
+		Window:  ttl,
+		Slots:   10, // Finagle's window is 10 slices of the ttl too
+		Reserve: minRetriesPerSec * int(ttl/time.Second),
+		Clock:   new(budget.ManualClock),
+	})
+	if err != nil {
+		panic(err)
+	}
+	granted := 0
+	for b.Retry(budget.Transient) {
+		granted++
+	}
+	fmt.Println("with no requests:", granted, "retries granted, the next denied")
+	for range 1000 {
+		b.Request()
+	}
+	fmt.Println("after 1000 requests:", b.Available(), "more") // 200 + 100 - 100
+	// Output:
+	// with no requests: 100 retries granted, the next denied
+	// after 1000 requests: 200 more
+}
+
 func ExampleNewThrottle() {
 	// gRPC's retry throttling with maxTokens 10 and tokenRatio 0.1: retries
 	// stop once the count is at or below 5.

@@ -46,6 +46,25 @@ func TestRatioMatchesModel(t *testing.T) {
 	checkCoverage(t, &stats)
 }
 
+// The same with a Reserve (Finagle's and tower's kind), which DrawRatio
+// leaves at 0: from none to more than the floors it draws.
+func TestRatioWithReserveMatchesModel(t *testing.T) {
+	var stats seqcheck.Stats
+	rapid.Check(t, func(t *rapid.T) {
+		m := seqcheck.DrawRatio(t)
+		m.Reserve = rapid.Int64Range(0, 8).Draw(t, "reserve")
+		seqcheck.Check(t, seqcheck.Subject[model.RatioState]{
+			Model: m,
+			New: func(c budget.Clock) budget.Budget {
+				b, err := budget.NewRatio(seqcheck.RatioConfig(m, c))
+				return must(t, b, err)
+			},
+			Timing: seqcheck.RatioTiming(m),
+		}, &stats)
+	})
+	checkCoverage(t, &stats)
+}
+
 func TestThrottleMatchesModel(t *testing.T) {
 	var stats seqcheck.Stats
 	rapid.Check(t, func(t *rapid.T) {

@@ -12,6 +12,10 @@ const ppm = 1_000_000
 // maxRatioSlots bounds RatioConfig.Slots, and so the memory of one Ratio.
 const maxRatioSlots = 1 << 20
 
+// maxRatioReserve bounds RatioConfig.Reserve, as model.Ratio bounds its
+// Reserve.
+const maxRatioReserve = 1 << 40
+
 // RatioConfig configures a [Ratio]. Start from [DefaultRatioConfig] and change
 // what you need.
 type RatioConfig struct {
@@ -27,8 +31,18 @@ type RatioConfig struct {
 	// smoothly; they cost memory but no time per call.
 	Slots int
 	// Floor is how many retries the window always allows, however few the
-	// requests, so that low traffic can still retry. It must be >= 0.
+	// requests, so that low traffic can still retry: the allowance is
+	// raised to it, as in the Google SRE book's budget and Envoy's
+	// min_retry_concurrency. It must be >= 0.
 	Floor int
+	// Reserve is how many retries the window allows on top of the ratio's
+	// share of requests: it is added to the allowance, where Floor is a
+	// minimum the allowance is raised to, so 1000 requests at 10% allow
+	// 100 + Reserve retries, and max(100, Floor) with a Floor. It is
+	// Finagle's and tower's kind of minimum: their minRetriesPerSec
+	// (tower's min_per_sec) × ttl in whole seconds, with Window their ttl
+	// (ExampleRatio_finagle). It must be in [0, 2^40]; 0 adds nothing.
+	Reserve int
 	// Clock tells the time. Nil means NewMonotonicClock().
 	Clock Clock
 }
@@ -42,7 +56,8 @@ func DefaultRatioConfig() RatioConfig {
 
 // A Ratio is a retry budget that caps retries at a share of requests over a
 // sliding window: a retry is granted while the retries granted in the window,
-// this one included, are at most max(Floor, Ratio × requests in the window).
+// this one included, are at most
+// max(Floor, ⌊Ratio × requests in the window⌋ + Reserve).
 //
 // The window is kept in Slots slots of Window/Slots each, with running totals,
 // so a call costs O(1) however many slots there are. A call that follows an
@@ -60,10 +75,11 @@ func DefaultRatioConfig() RatioConfig {
 // Ratio is safe for concurrent use by multiple goroutines.
 type Ratio struct {
 	// Read-only after construction.
-	ratio int64 // parts per million
-	width int64 // slot width in nanoseconds
-	floor int64
-	clock Clock
+	ratio   int64 // parts per million
+	width   int64 // slot width in nanoseconds
+	floor   int64
+	reserve int64 // in [0, maxRatioReserve]
+	clock   Clock
 
 	mu      sync.Mutex
 	last    time.Duration // latest Clock reading seen
@@ -106,12 +122,16 @@ func NewRatio(c RatioConfig) (*Ratio, error) {
 	if c.Floor < 0 {
 		return nil, configError("RatioConfig.Floor", c.Floor, ">= 0")
 	}
+	if c.Reserve < 0 || int64(c.Reserve) > maxRatioReserve {
+		return nil, configError("RatioConfig.Reserve", c.Reserve, "in [0, 1099511627776] (2^40)")
+	}
 	r := &Ratio{
-		ratio: ratio,
-		width: int64(c.Window) / int64(c.Slots),
-		floor: int64(c.Floor),
-		clock: c.Clock,
-		slots: make([]ratioSlot, c.Slots),
+		ratio:   ratio,
+		width:   int64(c.Window) / int64(c.Slots),
+		floor:   int64(c.Floor),
+		reserve: int64(c.Reserve),
+		clock:   c.Clock,
+		slots:   make([]ratioSlot, c.Slots),
 	}
 	if r.clock == nil {
 		r.clock = NewMonotonicClock()
@@ -136,8 +156,8 @@ func (r *Ratio) Request() {
 }
 
 // Retry reports whether one more retry keeps the window within
-// max(Floor, Ratio × requests), and counts it if so. A kind that is not a
-// retry kind is denied and counted nowhere.
+// max(Floor, ⌊Ratio × requests⌋ + Reserve), and counts it if so. A kind
+// that is not a retry kind is denied and counted nowhere.
 func (r *Ratio) Retry(kind Kind) bool { return r.counts.count(r.retry(kind)) }
 
 // Stats returns the retries granted and denied so far.
@@ -150,7 +170,8 @@ func (r *Ratio) retry(kind Kind) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.current(r.clock.Now())
-	if r.retries >= r.floor && r.retries >= r.allowance() {
+	// retries - reserve cannot overflow: both are non-negative.
+	if r.retries >= r.floor && r.retries-r.reserve >= r.allowance(r.reqs) {
 		return false
 	}
 	s.retries++
@@ -159,11 +180,11 @@ func (r *Ratio) retry(kind Kind) bool {
 }
 
 // Available returns how many more retries the window would grant now:
-// max(Floor, Ratio × requests) minus the retries in it, or 0, as of the
-// clock's reading now. It changes nothing, so it takes time linear in
-// Slots when the window has moved since the last Request or Retry. By the
-// time it returns, other goroutines may have changed it; use it for
-// metrics, never to decide a retry.
+// max(Floor, ⌊Ratio × requests⌋ + Reserve) minus the retries in it, or 0,
+// as of the clock's reading now. It changes nothing, so it takes time
+// linear in Slots when the window has moved since the last Request or
+// Retry. By the time it returns, other goroutines may have changed it; use
+// it for metrics, never to decide a retry.
 func (r *Ratio) Available() float64 {
 	if r.slots == nil {
 		return 0
@@ -182,16 +203,18 @@ func (r *Ratio) Available() float64 {
 			}
 		}
 	}
-	limit := max(r.floor, reqs/ppm*r.ratio+reqs%ppm*r.ratio/ppm)
+	// The sum saturates at MaxInt64, which no count reaches.
+	limit := max(r.floor, min(r.allowance(reqs), math.MaxInt64-r.reserve)+r.reserve)
 	return float64(limit - min(retries, limit)) // none when retries fill the limit, or more
 }
 
 // Success does nothing: a Ratio recovers as its window slides.
 func (r *Ratio) Success(Kind) {}
 
-// allowance returns floor(Ratio × requests in the window) without overflow.
-func (r *Ratio) allowance() int64 {
-	return r.reqs/ppm*r.ratio + r.reqs%ppm*r.ratio/ppm
+// allowance returns ⌊Ratio × reqs⌋, the ratio's share of reqs requests
+// (model.Ratio's ⌊PPM × requests / 1e6⌋), without overflow.
+func (r *Ratio) allowance(reqs int64) int64 {
+	return reqs/ppm*r.ratio + reqs%ppm*r.ratio/ppm
 }
 
 // current slides the window to the clock reading now and returns the slot

@@ -191,8 +191,15 @@
 //     model.EnvoyDefaults(), or model.InFlight with your percent and
 //     floor (Example_envoyRetryBudget);
 //   - failsafe-go's budget: model.FailsafeDefaults() (Example_failsafeGo);
-//   - tower's TpsBudget: no model of the model package; Example_writingAModel
-//     writes one (see "Writing a model for your budget").
+//   - Finagle's RetryBudget (percentCanRetry of the requests of the last
+//     ttl, plus minRetriesPerSec × ttl): model.Ratio{PPM: 200_000, Window:
+//     10 * time.Second, Slots: 10, Reserve: 100} for its defaults, which
+//     budget.RatioConfig with the same Reserve runs (model's
+//     ExampleRatio_finagle);
+//   - tower's TpsBudget documents Finagle's rule, which model.Ratio with a
+//     Reserve is; a port of tower's own code needs a model of its own (its
+//     window is not Ratio's), which Example_writingAModel writes (see
+//     "Writing a model for your budget").
 //
 // # Controlled schedules on plain go test
 //

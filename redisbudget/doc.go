@@ -16,7 +16,8 @@
 // Errors counter. Failing open, or falling back to a full budget per
 // process, would multiply the fleet's retries by its size exactly when
 // things go wrong. FleetSize opts into a fallback that cannot: a local
-// budget with 1/FleetSize of the capacity (and of the floor).
+// budget with 1/FleetSize of the capacity (and of the floor and the
+// reserve).
 //
 // A key that holds what the scripts did not write is never read as a new
 // budget: a call to it fails with ErrCorrupt. A key made by a process with

@@ -301,7 +301,7 @@ func record(t *testing.T, rg rig, sc linearizability.Scenario, fault func(*recor
 
 var (
 	netBucket = model.TokenBucket{Capacity: 20_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000, RefillPerSecond: 10_000}
-	netRatio  = model.Ratio{PPM: 100_000, Window: 10 * time.Second, Slots: 10, Floor: 3}
+	netRatio  = model.Ratio{PPM: 100_000, Window: 10 * time.Second, Slots: 10, Floor: 3, Reserve: 2} // the floor below 20 requests, the reserve above
 )
 
 // TestLinearizableUnderFaults checks histories of 4 clients × 100 calls on

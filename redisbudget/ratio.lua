@@ -2,8 +2,11 @@
 -- KEYS[1]: the budget's hash; KEYS[2], if given, a test clock (ns). ARGV: op ("request", "retry",
 -- or "peek", which writes nothing and returns how many retries the window
 -- would grant now), slot width
--- (ns), slots, ratio (parts per million), floor, now (ns, or "" to read the
--- server's TIME), idle TTL (ms), the configuration's fingerprint.
+-- (ns), slots, ratio (parts per million), floor, reserve, now (ns, or "" to
+-- read the server's TIME), idle TTL (ms), the configuration's fingerprint.
+-- A retry is granted while the retries in the window, this one included,
+-- are at most max(floor, fdiv(requests * ppm, 1e6) + reserve), budget.Ratio's
+-- rule.
 -- Fields: l latest instant seen (ns since the origin), o origin (server
 -- seconds), h head slot number, a offset of l into the head slot (ns), q and
 -- r requests and retries in the window, c the fingerprint of the
@@ -19,7 +22,7 @@
 local key = KEYS[1]
 local op = ARGV[1]
 local peek = op == 'peek'
-local width, size, ppm, floor, ttl, fp = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7]), ARGV[8]
+local width, size, ppm, floor, reserve, ttl, fp = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[8]), ARGV[9]
 local E9 = 1000000000
 local function fdiv(a, b) -- floor(a / b), exactly, for integers below 2^53
   local q = math.floor(a / b)
@@ -61,10 +64,10 @@ local l0, o0, h0, q0, r0, a0 = last, origin, head, reqs, rets, off
 local tagged = last ~= nil
 local now
 local callerOff -- for a new key on the caller's clock: the reading modulo the slot width
-local server = KEYS[2] == nil and ARGV[6] == ''
+local server = KEYS[2] == nil and ARGV[7] == ''
 if not server then
   -- A test clock: KEYS[2] is kept in the server and read inside this
-  -- script; ARGV[6] is the caller's.
+  -- script; ARGV[7] is the caller's.
   if KEYS[2] then
     local c = redis.call('GET', KEYS[2])
     if not c then return redis.error_reply('CORRUPT retrybudget: the clock key ' .. KEYS[2] .. ' does not exist') end
@@ -75,7 +78,7 @@ if not server then
     -- The caller's clock, as "sec nsec mod" (see Config.now): kept in
     -- seconds from an origin, as the server's TIME is, so that the
     -- numbers stay below 2^53 wherever in int64 the clock reads.
-    local sec, nsec, mod = string.match(ARGV[6], '^(%-?%d+) (%d+) (%d+)$')
+    local sec, nsec, mod = string.match(ARGV[7], '^(%-?%d+) (%d+) (%d+)$')
     sec, nsec, mod = tonumber(sec), tonumber(nsec), tonumber(mod)
     if origin == nil then origin = sec end
     local rel = sec - origin
@@ -134,7 +137,7 @@ if now > last then
 end
 if peek then
   -- The window as of now, computed above without a write.
-  local limit = math.max(floor, fdiv((reqs or 0) * ppm, 1000000))
+  local limit = math.max(floor, fdiv((reqs or 0) * ppm, 1000000) + reserve)
   return math.max(limit - (rets or 0), 0)
 end
 if head > 2^50 then
@@ -164,7 +167,7 @@ if op == 'request' then
   redis.call('HINCRBY', key, 'q' .. i, 1)
   reqs = reqs + 1
 elseif op == 'retry' then
-  local allowance = fdiv(reqs * ppm, 1000000)
+  local allowance = fdiv(reqs * ppm, 1000000) + reserve
   if not (rets >= floor and rets >= allowance) then
     redis.call('HINCRBY', key, 'r' .. i, 1)
     rets, granted = rets + 1, 1

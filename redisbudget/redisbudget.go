@@ -213,9 +213,9 @@ type Config struct {
 	OnError func(error)
 	// FleetSize, if positive, opts into a fallback when Redis fails: a
 	// local budget with 1/FleetSize of the capacity and the refill (or of
-	// the floor) decides instead of a plain denial. It never grants more
-	// than that share: a kind of retry that costs more than the share is
-	// denied. Zero fails closed.
+	// the floor and the reserve, rounded down) decides instead of a plain
+	// denial. It never grants more than that share: a kind of retry that
+	// costs more than the share is denied. Zero fails closed.
 	FleetSize int
 
 	// seen, with Clock, is the latest reading this budget has sent: a call
@@ -586,6 +586,7 @@ type Ratio struct {
 	slots    int64
 	ppm      int64
 	floor    int64
+	reserve  int64
 	fallback *budget.Ratio
 	errs     errs
 	counts   counts
@@ -601,7 +602,9 @@ var (
 
 // NewRatio returns a Ratio named c.Name with the settings of r, which must
 // be valid for budget.NewRatio and have at most 1024 slots. r.Clock is
-// ignored: time comes from c.Clock or the server.
+// ignored: time comes from c.Clock or the server. Every process that
+// shares the Name must have the same settings, Floor and Reserve included
+// (ErrConfigMismatch).
 func NewRatio(c Config, r budget.RatioConfig) (*Ratio, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -616,13 +619,17 @@ func NewRatio(c Config, r budget.RatioConfig) (*Ratio, error) {
 	b := &Ratio{
 		cfg: c, key: "retrybudget:{" + c.Name + "}:ratio", keys: c.keys("retrybudget:{" + c.Name + "}:ratio"),
 		width: int64(r.Window) / int64(r.Slots), slots: int64(r.Slots),
-		ppm: int64(math.Round(r.Ratio * 1e6)), floor: int64(r.Floor),
+		ppm: int64(math.Round(r.Ratio * 1e6)), floor: int64(r.Floor), reserve: int64(r.Reserve),
 		errs: newErrs(c),
 	}
-	b.fingerprint = fmt.Sprintf("ratio window=%v slots=%d ratio=%g floor=%d clock=%s", r.Window, r.Slots, r.Ratio, r.Floor, c.clockMode())
+	b.fingerprint = fmt.Sprintf("ratio window=%v slots=%d ratio=%g floor=%d reserve=%d clock=%s", r.Window, r.Slots, r.Ratio, r.Floor, r.Reserve, c.clockMode())
 	if c.FleetSize > 0 {
+		// A process's share: 1/FleetSize of the floor and of the reserve,
+		// rounded down. The ratio stays: the fallback counts only this
+		// process's requests, and allows the same share of them.
 		local := r
 		local.Floor = r.Floor / c.FleetSize
+		local.Reserve = r.Reserve / c.FleetSize
 		local.Clock = nil
 		fb, err := budget.NewRatio(local)
 		if err != nil {
@@ -655,8 +662,9 @@ func (r *Ratio) Retry(k budget.Kind) bool {
 }
 
 // RetryContext asks Redis whether one more retry keeps the window within
-// max(Floor, Ratio × requests). If the call fails, the retry is denied (or
-// decided by the fallback) and the error is returned and reported.
+// max(Floor, ⌊Ratio × requests⌋ + Reserve). If the call fails, the retry is
+// denied (or decided by the fallback) and the error is returned and
+// reported.
 func (r *Ratio) RetryContext(ctx context.Context, k budget.Kind) (bool, error) {
 	ok, err := r.retry(ctx, k)
 	return r.counts.count(ok), err
@@ -667,9 +675,9 @@ func (r *Ratio) RetryContext(ctx context.Context, k budget.Kind) (bool, error) {
 func (r *Ratio) Stats() budget.Stats { return r.counts.stats() }
 
 // AvailableContext reads how many more retries the shared window would
-// grant now, max(Floor, Ratio × requests) minus the retries in it, within
-// CallTimeout and ctx; it changes nothing in Redis. Use it for metrics,
-// never to decide a retry.
+// grant now, max(Floor, ⌊Ratio × requests⌋ + Reserve) minus the retries in
+// it, within CallTimeout and ctx; it changes nothing in Redis. Use it for
+// metrics, never to decide a retry.
 func (r *Ratio) AvailableContext(ctx context.Context) (float64, error) {
 	n, err := r.run(ctx, "peek")
 	if err != nil {
@@ -701,7 +709,7 @@ func (r *Ratio) SuccessContext(context.Context, budget.Kind) error { return nil 
 func (r *Ratio) run(ctx context.Context, op string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
-	v, err := ratioScript.Run(ctx, r.cfg.Client, r.keys, op, r.width, r.slots, r.ppm, r.floor, r.cfg.now(r.width), r.cfg.IdleTTL.Milliseconds(), r.fingerprint).Int64()
+	v, err := ratioScript.Run(ctx, r.cfg.Client, r.keys, op, r.width, r.slots, r.ppm, r.floor, r.reserve, r.cfg.now(r.width), r.cfg.IdleTTL.Milliseconds(), r.fingerprint).Int64()
 	if err != nil {
 		return 0, r.errs.fail(op, r.key, err)
 	}

@@ -40,6 +40,24 @@ func TestBudgetsPassTheSuite(t *testing.T) {
 			},
 		})
 	})
+	t.Run("RatioReserve", func(t *testing.T) {
+		t.Parallel()
+		// Floor and Reserve take turns: the floor's 3 retries below 20
+		// requests, 10% of the requests plus 2 from 20 on.
+		c := budget.RatioConfig{Ratio: 0.1, Window: 10 * time.Second, Slots: 10, Floor: 3, Reserve: 2}
+		budgettest.Run(t, budgettest.Subject[model.RatioState]{
+			Name:   "redisbudget.Ratio with a reserve",
+			Model:  model.Ratio{PPM: 100_000, Window: 10 * time.Second, Slots: 10, Floor: 3, Reserve: 2},
+			Remote: true,
+			New: func(t *testing.T, clock budget.Clock) budget.Budget {
+				b, err := redisbudget.NewRatio(cfg(clock), c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			},
+		})
+	})
 	t.Run("TokenBucket", func(t *testing.T) {
 		t.Parallel()
 		// A small bucket with a refill, so that the clock's steps matter.

@@ -83,11 +83,12 @@ func RatioTiming(m model.Ratio) Timing {
 // RatioConfig returns the budget configuration that m specifies.
 func RatioConfig(m model.Ratio, clock budget.Clock) budget.RatioConfig {
 	return budget.RatioConfig{
-		Ratio:  float64(m.PPM) / 1e6,
-		Window: m.Window,
-		Slots:  int(m.Slots),
-		Floor:  int(m.Floor),
-		Clock:  clock,
+		Ratio:   float64(m.PPM) / 1e6,
+		Window:  m.Window,
+		Slots:   int(m.Slots),
+		Floor:   int(m.Floor),
+		Reserve: int(m.Reserve),
+		Clock:   clock,
 	}
 }
 
