@@ -30,17 +30,41 @@ const PushbackKey = "grpc-retry-pushback-ms"
 
 // An attemptError is a failed attempt's error with the interceptor's
 // verdict on it, which classify hands the Retrier. It reads as the
-// attempt's error.
+// attempt's error, and wraps it marked as budget marks errors, so that a
+// loop of the caller's own reads the verdict with budget.DefaultClassifier:
+// not retryable (budget.MarkPermanent), or the kind of retry.
 type attemptError struct {
 	err  error
 	kind budget.Kind // Transient or Throttled; anything else is not retried
 	// final marks a failure of a retry kind that the server forbade to
 	// retry: it is not retried, and a budget.FailureCounter counts it.
 	final bool
+	mark  error // err, marked with the verdict
+}
+
+// verdict returns err's attemptError of kind, final or not.
+func verdict(err error, kind budget.Kind, final bool) attemptError {
+	var mark error
+	switch {
+	case final || !kind.IsRetry():
+		mark = budget.MarkPermanent(err)
+	case kind == budget.Transient:
+		mark = budget.MarkTransient(err)
+	default:
+		mark = budget.MarkThrottled(err, 0) // a delay, if any, is a pushbackError's
+	}
+	return attemptError{err: err, kind: kind, final: final, mark: mark}
+}
+
+// committed returns the attemptError of err, the failure of an attempt
+// whose response had begun: not retried.
+func committed(err error) error {
+	e := verdict(err, budget.FirstAttempt, false)
+	return &e
 }
 
 func (e *attemptError) Error() string { return e.err.Error() }
-func (e *attemptError) Unwrap() error { return e.err }
+func (e *attemptError) Unwrap() error { return e.mark }
 
 // A pushbackError is a retryable attemptError after which the server asked
 // for a delay: its RetryAfter method replaces the Retrier's backoff, up to
@@ -77,17 +101,20 @@ func (c *config) attemptError(err error, trailer metadata.MD) error {
 		kind = budget.FirstAttempt
 	}
 	after, present, retry := pushback(trailer)
+	var e attemptError
 	switch {
 	case !retry && kind.IsRetry():
-		return &attemptError{err: err, kind: kind, final: true}
+		e = verdict(err, kind, true)
 	case !retry:
-		return &attemptError{err: err, kind: budget.Throttled, final: true}
+		e = verdict(err, budget.Throttled, true)
 	case !kind.IsRetry():
-		return &attemptError{err: err, kind: budget.FirstAttempt}
+		e = verdict(err, budget.FirstAttempt, false)
 	case present:
-		return &pushbackError{attemptError{err: err, kind: kind}, after}
+		return &pushbackError{verdict(err, kind, false), after}
+	default:
+		e = verdict(err, kind, false)
 	}
-	return &attemptError{err: err, kind: kind}
+	return &e
 }
 
 // pushback reads the server's pushback from trailer: whether there is one,

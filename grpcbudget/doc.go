@@ -1,14 +1,15 @@
 // Package grpcbudget retries gRPC client calls under a retry budget: client
-// interceptors that run each call through a [budget.Retrier].
+// interceptors that run each call through a retry loop, a [budget.Retrier]
+// or any other [budget.Loop].
 //
 // It is a module of its own, so that a program that imports package budget
 // never downloads grpc-go.
 //
 // The pieces fit together like this:
 //
-//   - [UnaryClientInterceptor] runs each unary call under [budget.Retrier.Do]
-//     with the call's context; each attempt calls the invoker with the
-//     attempt's context.
+//   - [UnaryClientInterceptor] runs each unary call under the loop's Do
+//     ([budget.Loop.Do]) with the call's context; each attempt calls the
+//     invoker with the attempt's context.
 //   - [StreamClientInterceptor] does the same for streams whose client sends
 //     one message (server-streaming calls), up to the first response: it
 //     opens the stream again and resends the request only while nothing of
@@ -28,7 +29,17 @@
 //     request header grpc-previous-rpc-attempts (gRFC A6), as grpc-go's own
 //     retries do.
 //   - [WithBudgetFor] picks the budget per call, for a budget per
-//     destination.
+//     destination (of a *budget.Retrier: see below).
+//   - The interceptors take any [budget.Loop]: a *budget.Retrier, which they
+//     copy and tune (its Classify, its Budget from WithBudgetFor), or a loop
+//     of your own, which they run as it is. Such a loop reads what each
+//     attempt came to from the attempt's error, as a Retrier does:
+//     [budget.DefaultClassifier] returns the interceptor's verdict, a
+//     RetryAfter() time.Duration method the pushback's delay, and
+//     [status.Code] the code. Its attempts run one at a time, a hedge
+//     waiting for the attempt before it (a call has one reply to decode
+//     into: for hedged calls, use grpc-go's own hedgingPolicy). WithBudgetFor
+//     does not work with such a loop, which keeps its budget itself.
 //
 // Typical use shares one Retrier, and its budget, per dependency:
 //

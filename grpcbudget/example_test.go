@@ -140,6 +140,50 @@ func ExampleWithCodes() {
 	// ResourceExhausted rpc error: code = ResourceExhausted desc = try again 1
 }
 
+// upTo is a team's own retry loop, written against budget.Loop and
+// nothing else of the budget package's: up to n attempts, no wait, no
+// budget. It reads each failure as the interceptors tell it: the verdict
+// from budget.DefaultClassifier, the code from status.Code.
+type upTo int
+
+func (n upTo) Do(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
+	for a := 1; ; a++ {
+		err := op(ctx, budget.Attempt{N: a})
+		if err == nil {
+			return nil
+		}
+		kind, retry := budget.DefaultClassifier(err)
+		fmt.Printf("attempt %d: %v, retry: %v (%v)\n", a, status.Code(err), retry, kind)
+		if !retry || a == int(n) {
+			return err
+		}
+	}
+}
+
+// Retry under a loop of your own: the interceptor tells it which codes
+// are failures to retry, and as which kind.
+func ExampleUnaryClientInterceptor_ownLoop() {
+	intercept := grpcbudget.UnaryClientInterceptor(upTo(3))
+	attempts := 0
+	err := intercept(context.Background(), "/m", nil, nil, nil,
+		func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+			attempts++
+			switch attempts {
+			case 1:
+				return status.Error(codes.Unavailable, "warming up")
+			case 2:
+				return status.Error(codes.ResourceExhausted, "slow down")
+			}
+			return status.Error(codes.InvalidArgument, "bad request")
+		})
+	fmt.Println(err)
+	// Output:
+	// attempt 1: Unavailable, retry: true (transient)
+	// attempt 2: ResourceExhausted, retry: true (throttled)
+	// attempt 3: InvalidArgument, retry: false (first)
+	// rpc error: code = InvalidArgument desc = bad request
+}
+
 // Keep a budget per destination, so that one sick backend does not spend
 // the retries of the others.
 func ExampleWithBudgetFor() {

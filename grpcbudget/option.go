@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/retrybudget/retrybudget/budget"
 )
@@ -36,6 +37,11 @@ func WithCodes(kind budget.Kind, cs ...codes.Code) Option {
 //
 // f runs on the calling goroutine, before the call's first attempt, and
 // must be safe for concurrent use.
+//
+// WithBudgetFor needs the interceptor's loop to be a *budget.Retrier (or
+// nil), to hand it the budget. Any other [budget.Loop] keeps its budget
+// itself: with one, every call fails at once, with code INTERNAL and an
+// error that says so, rather than run without the budget f would pick.
 func WithBudgetFor(f func(ctx context.Context, method string, cc *grpc.ClientConn) (budget.Budget, error)) Option {
 	return func(c *config) { c.budgetFor = f }
 }
@@ -43,22 +49,36 @@ func WithBudgetFor(f func(ctx context.Context, method string, cc *grpc.ClientCon
 // config is an interceptor's configuration, fixed when it is made.
 type config struct {
 	r         budget.Retrier // a copy of the caller's, with classify as its Classify
+	loop      budget.Loop    // a loop of the caller's own, in place of r; else nil
 	codes     map[codes.Code]budget.Kind
 	budgetFor func(ctx context.Context, method string, cc *grpc.ClientConn) (budget.Budget, error)
+	misuse    error // the error of every call, for a loop of the caller's own with budgetFor
 }
 
-// newConfig copies r (nil means the zero Retrier) and applies opts.
-func newConfig(r *budget.Retrier, opts []Option) *config {
+// newConfig takes l: a copy of a *budget.Retrier (nil, or a nil
+// *budget.Retrier, means the zero Retrier), or any other loop as it is;
+// and applies opts.
+func newConfig(l budget.Loop, opts []Option) *config {
 	c := &config{codes: map[codes.Code]budget.Kind{
 		codes.Unavailable:       budget.Transient,
 		codes.ResourceExhausted: budget.Throttled,
 	}}
-	if r != nil {
-		c.r = *r
+	switch r := l.(type) {
+	case nil:
+	case *budget.Retrier:
+		if r != nil {
+			c.r = *r
+		}
+	default:
+		c.loop = l
 	}
 	c.r.Classify = classify
 	for _, o := range opts {
 		o(c)
+	}
+	if c.loop != nil && c.budgetFor != nil {
+		c.misuse = status.Errorf(codes.Internal, "grpcbudget: WithBudgetFor needs a *budget.Retrier, and the interceptor's loop is a %T: "+
+			"give the loop its budget yourself", c.loop)
 	}
 	return c
 }

@@ -22,11 +22,12 @@ import (
 
 // A step is what the test server does in one call.
 type step struct {
-	code     codes.Code // the status the call ends with; codes.OK for success
-	pushback string     // the grpc-retry-pushback-ms trailer, unless ""
-	sends    int        // Watch and Chat: messages sent before the status
-	header   bool       // send a header ("step: header") first
-	block    bool       // wait for the call's context to end, then fail
+	code     codes.Code    // the status the call ends with; codes.OK for success
+	pushback string        // the grpc-retry-pushback-ms trailer, unless ""
+	sends    int           // Watch and Chat: messages sent before the status
+	gap      time.Duration // Watch and Chat: the wait after the first message
+	header   bool          // send a header ("step: header") first
+	block    bool          // wait for the call's context to end, then fail
 }
 
 // fails returns a script that fails the first n calls as s says, and then
@@ -123,7 +124,10 @@ func (s *server) stream(ss grpc.ServerStream) error {
 			return err
 		}
 	}
-	for range st.sends {
+	for i := range st.sends {
+		if i == 1 {
+			time.Sleep(st.gap)
+		}
 		if err := ss.SendMsg(&healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}); err != nil {
 			return err
 		}

@@ -7,19 +7,21 @@ import (
 	"sync/atomic"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/retrybudget/retrybudget/budget"
 )
 
-// StreamClientInterceptor returns an interceptor that retries, under r,
-// the streams it is safe to retry: those whose client sends at most one
-// message (desc.ClientStreams is false: server-streaming calls), and only
-// until the response begins.
+// StreamClientInterceptor returns an interceptor that retries, under l,
+// most often a *budget.Retrier, the streams it is safe to retry: those
+// whose client sends at most one message (desc.ClientStreams is false:
+// server-streaming calls), and only until the response begins.
 //
 // Such a stream opens as it would without the interceptor, and keeps the
 // request the client sends. Its first RecvMsg or Header runs the call's
-// retry loop ([budget.Retrier.Do] with the call's context), in which an
+// retry loop ([budget.Loop.Do] with the call's context), in which an
 // attempt waits for the first response: the first message for RecvMsg,
 // the header for Header. An attempt succeeds, for the budget, when that
 // arrives, or when the stream ends with OK and no message. When it fails
@@ -68,13 +70,20 @@ import (
 // pass through untouched: the interceptor does not buffer what the client
 // sends, and neither retries them nor tells the budget of them.
 //
-// The interceptor copies *r when it is made, as [UnaryClientInterceptor]
-// does, and is safe for concurrent use by multiple goroutines. A stream it
-// returns keeps grpc.ClientStream's rules: SendMsg and CloseSend from one
-// goroutine, RecvMsg from one goroutine; and the client must not change
-// the request after SendMsg, since a retry sends it again.
-func StreamClientInterceptor(r *budget.Retrier, opts ...Option) grpc.StreamClientInterceptor {
-	c := newConfig(r, opts)
+// The interceptor takes l as [UnaryClientInterceptor] does: it copies a
+// *budget.Retrier when it is made (nil means the zero Retrier), and runs
+// any other loop as it is, telling it what each attempt came to through
+// the attempt's error, one attempt at a time. Under such a loop, the
+// attempt's context ends the attempt's stream until the first response
+// comes, and no longer: a loop may end its attempts' contexts as it
+// returns, and the stream the caller reads must outlive that.
+//
+// The interceptor is safe for concurrent use by multiple goroutines. A
+// stream it returns keeps grpc.ClientStream's rules: SendMsg and CloseSend
+// from one goroutine, RecvMsg from one goroutine; and the client must not
+// change the request after SendMsg, since a retry sends it again.
+func StreamClientInterceptor(l budget.Loop, opts ...Option) grpc.StreamClientInterceptor {
+	c := newConfig(l, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
 		if desc.ClientStreams {
 			return streamer(ctx, desc, cc, method, callOpts...)
@@ -82,11 +91,19 @@ func StreamClientInterceptor(r *budget.Retrier, opts ...Option) grpc.StreamClien
 		if err := ctx.Err(); err != nil {
 			return nil, result(ctx, err)
 		}
-		rt, err := c.retrier(ctx, method, cc)
-		if err != nil {
-			return nil, err
+		s := &stream{ctx: ctx, c: c, desc: desc, cc: cc, method: method, streamer: streamer, opts: callOpts}
+		if c.loop != nil {
+			if c.misuse != nil {
+				return nil, c.misuse
+			}
+			s.turns = newTurns()
+		} else {
+			rt, err := c.retrier(ctx, method, cc)
+			if err != nil {
+				return nil, err
+			}
+			s.r = rt
 		}
-		s := &stream{ctx: ctx, r: rt, c: c, desc: desc, cc: cc, method: method, streamer: streamer, opts: callOpts}
 		if _, err := s.open(ctx); err != nil {
 			if _, retry := classify(c.attemptError(err, nil)); !retry {
 				return nil, err
@@ -101,7 +118,8 @@ func StreamClientInterceptor(r *budget.Retrier, opts ...Option) grpc.StreamClien
 // its current attempt, and what it takes to open another.
 type stream struct {
 	ctx      context.Context // the call's
-	r        *budget.Retrier
+	r        *budget.Retrier // the call's loop; nil for c.loop
+	turns    *turns          // has c.loop's attempts take turns; nil for r
 	c        *config
 	desc     *grpc.StreamDesc
 	cc       *grpc.ClientConn
@@ -132,6 +150,11 @@ var _ grpc.ClientStream = (*stream)(nil)
 // replays on it what the client has sent.
 func (s *stream) open(ctx context.Context) (grpc.ClientStream, error) {
 	actx, cancel := context.WithCancel(ctx)
+	return s.openOn(actx, cancel)
+}
+
+// openOn is open on actx, which cancel ends.
+func (s *stream) openOn(actx context.Context, cancel context.CancelFunc) (grpc.ClientStream, error) {
 	cs, err := s.streamer(actx, s.desc, s.cc, s.method, s.opts...)
 	if err != nil {
 		cancel()
@@ -164,28 +187,48 @@ func (s *stream) release() {
 	}
 }
 
-// attempt is one attempt of the retry loop: it opens a stream (the first
-// attempt's is open already) and calls first on it, which waits for the
-// first response.
-func (s *stream) attempt(ctx context.Context, a budget.Attempt, first func(grpc.ClientStream) error) error {
+// attempt is attempt n of the retry loop, on ctx: it opens a stream (the
+// first attempt's is open already) and calls first on it, which waits for
+// the first response.
+func (s *stream) attempt(ctx context.Context, n int, first func(grpc.ClientStream) error) error {
 	s.eof = false
 	s.mu.Lock()
 	cs, openErr := s.cs, s.openErr
 	s.mu.Unlock()
-	if a.N > 1 {
+	if n > 1 {
 		// The failed attempt has released its stream already.
 		s.mu.Lock()
 		s.cs, s.cancel = nil, nil
 		s.mu.Unlock()
 		var err error
-		if cs, err = s.open(withPreviousAttempts(ctx, a.N-1)); err != nil {
+		if cs, err = s.reopen(withPreviousAttempts(ctx, n-1)); err != nil {
 			s.release()
 			return s.c.attemptError(err, nil)
 		}
 	} else if openErr != nil {
 		return s.c.attemptError(openErr, nil)
 	}
+	var stop func() bool
+	if s.turns != nil {
+		// A loop of the caller's own ends an attempt by its context (a
+		// hedge that lost), and may end it as it returns: the attempt's
+		// stream ends with it until the first response comes, not after.
+		s.mu.Lock()
+		cancel := s.cancel
+		s.mu.Unlock()
+		stop = context.AfterFunc(ctx, cancel)
+	}
 	err := first(cs)
+	if stop != nil && !stop() {
+		// ctx ended during the attempt, and ended the stream: the code is
+		// ctx's (DEADLINE_EXCEEDED for its deadline), not the stream's. A
+		// response that came as it ended is cut off, and no longer the
+		// loop's.
+		if err == nil || err == io.EOF || status.Code(err) == codes.Canceled {
+			s.release()
+			return s.c.attemptError(status.FromContextError(ctx.Err()).Err(), nil)
+		}
+	}
 	switch err {
 	case nil:
 		return nil
@@ -199,9 +242,24 @@ func (s *stream) attempt(ctx context.Context, a budget.Attempt, first func(grpc.
 	s.release()
 	if header != nil {
 		// A header came before the failure: the response had begun.
-		return &attemptError{err: err, kind: budget.FirstAttempt}
+		return committed(err)
 	}
 	return s.c.attemptError(err, trailer)
+}
+
+// reopen opens the stream of a retry on ctx, the attempt's. Under a loop
+// of the caller's own, the stream has ctx's values but not its end: the
+// call's context, and the stream's release, end it.
+func (s *stream) reopen(ctx context.Context) (grpc.ClientStream, error) {
+	if s.turns == nil {
+		return s.open(ctx) // the Retrier's attempts have the call's context
+	}
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopCall := context.AfterFunc(s.ctx, cancel)
+	return s.openOn(actx, func() {
+		stopCall()
+		cancel()
+	})
 }
 
 // run runs the retry loop, with first as each attempt's wait for the first
@@ -214,9 +272,22 @@ func (s *stream) run(first func(grpc.ClientStream) error) (bool, error) {
 	if s.settled.Load() {
 		return false, nil
 	}
-	err := result(s.ctx, s.r.Do(s.ctx, func(ctx context.Context, a budget.Attempt) error {
-		return s.attempt(ctx, a, first)
-	}))
+	var err error
+	if s.turns == nil {
+		err = s.r.Do(s.ctx, func(ctx context.Context, a budget.Attempt) error {
+			return s.attempt(ctx, a.N, first)
+		})
+	} else {
+		err = s.turns.close(s.ctx, s.c.loop, s.c.loop.Do(s.ctx, func(ctx context.Context, _ budget.Attempt) (err error) {
+			n, err := s.turns.start(ctx)
+			if err != nil {
+				return err
+			}
+			defer func() { s.turns.end(err == nil) }()
+			return s.attempt(ctx, n, first)
+		}))
+	}
+	err = result(s.ctx, err)
 	if err == nil && s.eof {
 		err = io.EOF
 	}

@@ -59,10 +59,10 @@ func (a *attempts) ended(t *testing.T, n int) {
 }
 
 // watch opens a Watch stream to a server that runs script, with the stream
-// interceptor of r, the attempts recorder inside it.
-func watch(t *testing.T, ctx context.Context, script func(int) step, r *budget.Retrier, a *attempts) (grpc.ServerStreamingClient[healthpb.HealthCheckResponse], *server) {
+// interceptor of l, the attempts recorder inside it.
+func watch(t *testing.T, ctx context.Context, script func(int) step, l budget.Loop, a *attempts) (grpc.ServerStreamingClient[healthpb.HealthCheckResponse], *server) {
 	t.Helper()
-	conn, srv := serve(t, script, grpc.WithChainStreamInterceptor(grpcbudget.StreamClientInterceptor(r), a.intercept))
+	conn, srv := serve(t, script, grpc.WithChainStreamInterceptor(grpcbudget.StreamClientInterceptor(l), a.intercept))
 	st, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{Service: "s"})
 	if err != nil {
 		t.Fatalf("Watch() = %v; want a stream", err)

@@ -10,8 +10,9 @@ import (
 )
 
 // UnaryClientInterceptor returns an interceptor that runs each unary call
-// under r: [budget.Retrier.Do] with the call's context, an attempt per
-// invoker call, each with the attempt's context and the call's options.
+// under l, most often a *budget.Retrier: [budget.Loop.Do] with the call's
+// context, an attempt per invoker call, each with the attempt's context and
+// the call's options.
 //
 // It retries a failed attempt, as gRFC A6 has grpc-go's own retry policy
 // do, until one of these ends the call:
@@ -41,16 +42,36 @@ import (
 // with the last attempt's metadata, and grpc.OnFinish runs once per
 // attempt.
 //
-// The interceptor copies *r when it is made, and replaces the copy's
-// Classify with its own: later changes to r are not seen, and r.Classify is
-// not used. A nil r means the zero Retrier: 3 attempts, the default
-// backoff, no budget. The budget itself is shared: share r.Budget with
+// The interceptor copies a *budget.Retrier when it is made, and replaces
+// the copy's Classify with its own: later changes to the Retrier are not
+// seen, and its Classify is not used. A nil l, a nil *budget.Retrier
+// included, means the zero Retrier: 3 attempts, the default backoff, no
+// budget. The budget itself is shared: share the Retrier's Budget with
 // every interceptor and call site that calls the same dependency.
 //
+// Any other [budget.Loop], a loop of your own, runs each call as it is.
+// The interceptor tells it what each attempt came to through the
+// attempt's error: [budget.DefaultClassifier] of the error returns the
+// verdict above (the kind of retry, or not retryable: for a code not
+// retried, a committed call, a pushback that forbids a retry), and an
+// error after which the server pushed back has a RetryAfter()
+// time.Duration method that returns the pushback's delay; [status.Code]
+// of the error is the attempt's code. The loop's attempts run one at a
+// time, since a call has one reply to decode into: an attempt the loop
+// starts while another runs, a hedge, waits for it to end, and sends
+// nothing once an attempt has succeeded. grpc-previous-rpc-attempts counts
+// the attempts the interceptor sent, whatever the loop's Attempt says. A
+// loop that returns nil when no attempt succeeded is an error (INTERNAL),
+// and so is every call when the interceptor has [WithBudgetFor], which
+// needs a *budget.Retrier.
+//
 // The interceptor is safe for concurrent use by multiple goroutines.
-func UnaryClientInterceptor(r *budget.Retrier, opts ...Option) grpc.UnaryClientInterceptor {
-	c := newConfig(r, opts)
+func UnaryClientInterceptor(l budget.Loop, opts ...Option) grpc.UnaryClientInterceptor {
+	c := newConfig(l, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+		if c.loop != nil {
+			return c.unaryLoop(ctx, method, req, reply, cc, invoker, callOpts)
+		}
 		rt, err := c.retrier(ctx, method, cc)
 		if err != nil {
 			return err
@@ -74,9 +95,40 @@ func UnaryClientInterceptor(r *budget.Retrier, opts ...Option) grpc.UnaryClientI
 			}
 			if md.header != nil {
 				// The response had begun: the call is committed.
-				return &attemptError{err: err, kind: budget.FirstAttempt}
+				return committed(err)
 			}
 			return c.attemptError(err, md.trailer)
 		}))
 	}
+}
+
+// unaryLoop runs a unary call under a loop of the caller's own, as the
+// Retrier's call runs but that its attempts take turns.
+func (c *config) unaryLoop(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts []grpc.CallOption) error {
+	if c.misuse != nil {
+		return c.misuse
+	}
+	var md struct{ header, trailer metadata.MD }
+	attemptOpts := append(callOpts[:len(callOpts):len(callOpts)], grpc.Header(&md.header), grpc.Trailer(&md.trailer))
+	t := newTurns()
+	err := c.loop.Do(ctx, func(ctx context.Context, _ budget.Attempt) (err error) {
+		n, err := t.start(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { t.end(err == nil) }()
+		md.header, md.trailer = nil, nil
+		if n > 1 {
+			ctx = withPreviousAttempts(ctx, n-1)
+		}
+		err = invoker(ctx, method, req, reply, cc, attemptOpts...)
+		switch {
+		case err == nil:
+			return nil
+		case md.header != nil:
+			return committed(err)
+		}
+		return c.attemptError(err, md.trailer)
+	})
+	return result(ctx, t.close(ctx, c.loop, err))
 }

@@ -18,10 +18,10 @@ import (
 )
 
 // check makes one Check call over a connection to a server that runs
-// script, with the unary interceptor of r and opts.
-func check(t *testing.T, ctx context.Context, script func(int) step, r *budget.Retrier, opts ...grpcbudget.Option) (*server, error) {
+// script, with the unary interceptor of l and opts.
+func check(t *testing.T, ctx context.Context, script func(int) step, l budget.Loop, opts ...grpcbudget.Option) (*server, error) {
 	t.Helper()
-	conn, srv := serve(t, script, grpc.WithUnaryInterceptor(grpcbudget.UnaryClientInterceptor(r, opts...)))
+	conn, srv := serve(t, script, grpc.WithUnaryInterceptor(grpcbudget.UnaryClientInterceptor(l, opts...)))
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 	if err == nil && resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("Check() = %v; want SERVING", resp)

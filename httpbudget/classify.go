@@ -55,50 +55,57 @@ func DefaultResponseClassifier(resp *http.Response) (kind budget.Kind, retryable
 }
 
 // A failure is an attempt's error with the Transport's verdict on it, which
-// the call's Classifier hands the Retrier: a response to retry, or one not
-// to retry of a 4xx or 5xx status, or an error of the Transport's own.
+// the call's Classifier hands a budget.Retrier: a response to retry, or one
+// not to retry of a 4xx or 5xx status, or an error of the Transport's own.
+// It wraps the verdict as budget marks it, so that a loop of another kind
+// reads the verdict with budget.DefaultClassifier: the kind, and for a
+// Throttled response with a Retry-After, the delay (the RetryAfter method
+// of budget.MarkThrottled's error).
 type failure struct {
 	resp *http.Response // the response, for a status; else nil
-	err  error          // the Transport's error, when resp is nil
 	kind budget.Kind    // Transient or Throttled; anything else is not retried
+	err  error          // the verdict: budget's mark of kind on a statusError of resp, or on the Transport's own error
 }
 
-func (f *failure) Error() string {
-	if f.resp == nil {
-		return f.err.Error()
-	}
-	status := f.resp.Status
+func (f *failure) Error() string { return f.err.Error() }
+func (f *failure) Unwrap() error { return f.err }
+
+// ownFailure returns the failure of the Transport's own error err, which
+// is not retried.
+func ownFailure(err error) error {
+	return &failure{kind: budget.FirstAttempt, err: budget.MarkPermanent(err)}
+}
+
+// A statusError is the error of a response's status.
+type statusError struct{ resp *http.Response }
+
+func (e statusError) Error() string {
+	status := e.resp.Status
 	if status == "" {
-		status = strconv.Itoa(f.resp.StatusCode) + " " + http.StatusText(f.resp.StatusCode)
+		status = strconv.Itoa(e.resp.StatusCode) + " " + http.StatusText(e.resp.StatusCode)
 	}
 	return "httpbudget: response " + status
 }
 
-func (f *failure) Unwrap() error { return f.err }
-
-// A delayedFailure is a retryable failure after which the server asked for
-// a delay: its RetryAfter method replaces the Retrier's backoff, up to the
-// Retrier's MaxDelay.
-type delayedFailure struct {
-	failure
-	after time.Duration
-}
-
-func (f *delayedFailure) RetryAfter() time.Duration { return f.after }
-func (f *delayedFailure) Unwrap() error             { return &f.failure }
-
-// newFailure returns the failure of resp, of kind: for a Throttled one, with
-// the delay its Retry-After header asks for, if any.
+// newFailure returns the failure of resp, of kind (any kind but Transient
+// and Throttled is not retried): for a Throttled one, with the delay its
+// Retry-After header asks for, if any.
 func newFailure(resp *http.Response, kind budget.Kind) error {
-	f := failure{resp: resp, kind: kind}
-	if kind == budget.Throttled {
+	var err error
+	switch kind {
+	case budget.Transient:
+		err = budget.MarkTransient(statusError{resp})
+	case budget.Throttled:
+		var after time.Duration
 		if v := resp.Header.Get("Retry-After"); v != "" {
-			if d := retryAfter(v, time.Now()); d > 0 {
-				return &delayedFailure{f, d}
-			}
+			after = retryAfter(v, time.Now())
 		}
+		err = budget.MarkThrottled(statusError{resp}, after)
+	default:
+		kind = budget.FirstAttempt
+		err = budget.MarkPermanent(statusError{resp})
 	}
-	return &f
+	return &failure{resp: resp, kind: kind, err: err}
 }
 
 // maxSeconds is the most delay-seconds a time.Duration holds.

@@ -1,12 +1,13 @@
 // Package httpbudget retries HTTP requests under a retry budget: an
-// [http.RoundTripper], [Transport], that runs each request through a
-// [budget.Retrier].
+// [http.RoundTripper], [Transport], that runs each request through a retry
+// loop, a [budget.Retrier] or any other [budget.Loop].
 //
 // The pieces fit together like this:
 //
-//   - [Transport.RoundTrip] runs each request under [budget.Retrier.Do] with
-//     the request's context; each attempt is a RoundTrip of the Transport's
-//     Base (http.DefaultTransport when nil) with the attempt's context.
+//   - [Transport.RoundTrip] runs each request under the Retrier's Do
+//     ([budget.Loop.Do]) with the request's context; each attempt is a
+//     RoundTrip of the Transport's Base (http.DefaultTransport when nil)
+//     with the attempt's context.
 //   - Transport.ClassifyResponse, a [ResponseClassifier], says which
 //     responses are retried and as which kind. Nil means
 //     [DefaultResponseClassifier], by status: 502 and 504 are retried as
@@ -30,7 +31,17 @@
 //     4 KiB, and closed when that is all of it, so that its connection
 //     serves other requests during the backoff wait.
 //   - Transport.BudgetFor picks the budget per request, for a budget per
-//     destination.
+//     destination (of a *budget.Retrier: see below).
+//   - The Retrier field takes any [budget.Loop]: a *budget.Retrier, which
+//     the Transport tunes per request (its Classify, its MaxAttempts for a
+//     request sent once, its Budget from BudgetFor), or a loop of your own,
+//     one that hedges say, which it runs as it is. Such a loop reads what
+//     each attempt came to from the attempt's error, as a Retrier does:
+//     [budget.DefaultClassifier] returns the Transport's verdict on a
+//     response, and a RetryAfter() time.Duration method its Retry-After
+//     delay. The Transport's doc, "A loop of your own", says what differs;
+//     BudgetFor does not work with such a loop, which keeps its budget
+//     itself.
 //
 // Typical use shares one Retrier, and its budget, per dependency:
 //

@@ -51,6 +51,74 @@ func ExampleTransport() {
 	// tokens left: 500
 }
 
+// fixedRetries is a team's own retry loop, written against budget.Loop
+// and nothing else of the budget package's: up to n attempts, a fixed wait
+// between them, or the delay the server asked for, up to maxWait; no
+// budget. It reads each failure as the adapters tell it: the verdict from
+// budget.DefaultClassifier, the server's delay from a RetryAfter method.
+type fixedRetries struct {
+	n             int
+	wait, maxWait time.Duration
+}
+
+func (l fixedRetries) Do(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
+	for n := 1; ; n++ {
+		err := op(ctx, budget.Attempt{N: n})
+		if err == nil {
+			return nil
+		}
+		kind, retry := budget.DefaultClassifier(err)
+		if !retry || n == l.n {
+			return err
+		}
+		fmt.Printf("attempt %d: %v; a %v retry", n, err, kind)
+		wait := l.wait
+		var ra interface{ RetryAfter() time.Duration }
+		if errors.As(err, &ra) {
+			fmt.Printf(", the server asks for %v", ra.RetryAfter())
+			wait = min(ra.RetryAfter(), l.maxWait)
+		}
+		fmt.Println()
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Retry under a loop of your own: the Transport tells it which responses
+// are failures, of which kind, and what delay the server asked for.
+func ExampleTransport_ownLoop() {
+	var attempts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch attempts.Add(1) {
+		case 1:
+			w.WriteHeader(http.StatusBadGateway)
+		case 2:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			fmt.Fprintln(w, "hello")
+		}
+	}))
+	defer srv.Close()
+
+	loop := fixedRetries{n: 3, wait: time.Millisecond, maxWait: 10 * time.Millisecond}
+	client := &http.Client{Transport: &httpbudget.Transport{Retrier: loop}}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Printf("%s %q after %d attempts\n", resp.Status, body, attempts.Load())
+	// Output:
+	// attempt 1: httpbudget: response 502 Bad Gateway; a transient retry
+	// attempt 2: httpbudget: response 429 Too Many Requests; a throttled retry, the server asks for 1s
+	// 200 OK "hello\n" after 3 attempts
+}
+
 // One budget per destination host, with budget.Keyed: a host that keeps
 // failing spends its own budget, and the caller then gets its 503 at once,
 // while calls to another host still retry.

@@ -19,10 +19,10 @@ const (
 	xIdempotencyKey = "X-Idempotency-Key"
 )
 
-// A Transport is an [http.RoundTripper] that retries requests under a
-// [budget.Retrier] and its Budget: each RoundTrip is one [budget.Retrier.Do]
-// call with the request's context, and each attempt one RoundTrip of Base
-// with the attempt's context.
+// A Transport is an [http.RoundTripper] that retries requests under a retry
+// loop, most often a [budget.Retrier] and its Budget: each RoundTrip is one
+// [budget.Loop.Do] call with the request's context, and each attempt one
+// RoundTrip of Base with the attempt's context.
 //
 // By default the Transport retries these, and nothing else:
 //
@@ -87,6 +87,43 @@ const (
 // clone. The first attempt of a request that needs none of these is the
 // request itself, so that the success path costs little.
 //
+// # A loop of your own
+//
+// Retrier may be any [budget.Loop], a loop that hedges say, or one built on
+// another retry library. The Transport cannot reach into such a loop as it
+// does into a Retrier, so it tells the loop what each attempt came to
+// through the attempt's error, in the terms a Retrier reads:
+// [budget.DefaultClassifier] of the error of a response returns the
+// Transport's verdict (Transient or Throttled and true for a response to
+// retry; FirstAttempt and false for a 4xx or 5xx one not to retry), and the
+// error of a Throttled response with a Retry-After has a RetryAfter()
+// time.Duration method that returns its delay. An error of Base reaches the
+// loop as it is, for the loop to classify. The rest holds as above, with
+// these differences:
+//
+//   - A request that may be sent only once has its failure marked not to
+//     retry (budget.MarkPermanent), whatever it is. Should the loop call
+//     again all the same, the Transport sends nothing: the attempt waits
+//     for the one sent to end, and then fails, marked not to retry.
+//   - Attempts may overlap: each one after the first has its own body,
+//     from GetBody. When the loop gives up (returns an error that is not
+//     the context's), RoundTrip returns the response of the attempt that
+//     ended last, if it got one, with a nil error, as it does with a
+//     Retrier; when the loop returns nil, the response of the first
+//     attempt that succeeded. It closes the body of every other response,
+//     those of attempts that end after the loop has returned included. A
+//     loop that returns nil when no attempt got a response is an error.
+//   - Every retryable response's body is read ahead, the last attempt's
+//     too, since the Transport cannot know which attempt is the last.
+//   - The dedup key of a request retried under RetryNonIdempotent is the
+//     [budget.Attempt.Key] of the loop's first attempt, or a random one
+//     when that is zero, on every attempt; an Attempt's N and Kind are the
+//     loop's business, never read.
+//   - BudgetFor needs a *budget.Retrier, which it hands the budget: with
+//     another loop, whose budget is its own, every RoundTrip fails at once
+//     with an error that says so, rather than run without the budget
+//     BudgetFor would have picked.
+//
 // The zero Transport retries idempotent requests through
 // [http.DefaultTransport] with the zero Retrier: 3 attempts, the default
 // backoff, no budget. Most callers set Retrier, with a Budget shared by
@@ -98,16 +135,18 @@ type Transport struct {
 	// Base sends each attempt. Nil means http.DefaultTransport.
 	Base http.RoundTripper
 
-	// Retrier runs each request's attempts. The Transport copies *Retrier
-	// for each request, and replaces the copy's Classify with its own
-	// (which hands Retrier.Classify the errors of Base). Nil means the
-	// zero Retrier.
-	Retrier *budget.Retrier
+	// Retrier runs each request's attempts. Nil, a nil *budget.Retrier
+	// included, means the zero Retrier. The Transport copies a
+	// *budget.Retrier for each request, and replaces the copy's Classify
+	// with its own (which hands Retrier.Classify the errors of Base). Any
+	// other loop runs each request as it is: see "A loop of your own".
+	Retrier budget.Loop
 
 	// ClassifyResponse says which responses are failures to retry, and of
 	// which kind, as [ResponseClassifier] describes. Nil means
 	// DefaultResponseClassifier. It sees every response of Base, each
-	// success's included, on the calling goroutine, so it must be quick.
+	// success's included, on the goroutine of the attempt (the calling
+	// goroutine, under a Retrier), so it must be quick.
 	ClassifyResponse ResponseClassifier
 
 	// BudgetFor, if set, picks each request's budget, in place of
@@ -116,6 +155,8 @@ type Transport struct {
 	// Retrier.Budget. An error fails the request at once, before any
 	// attempt, with an error that wraps it. BudgetFor runs on the calling
 	// goroutine, must not change req, and must be safe for concurrent use.
+	// It needs Retrier to be a *budget.Retrier (or nil): with another
+	// loop, every request fails at once.
 	BudgetFor func(req *http.Request) (budget.Budget, error)
 
 	// RetryNonIdempotent has the Transport retry requests of every method,
@@ -134,7 +175,8 @@ var _ http.RoundTripper = (*Transport)(nil)
 // describes. It returns the first response that is not a failure to
 // retry, or the last response when the Retrier gives up on one, with a nil
 // error; an error when the request's context ends, when Base fails and
-// the Retrier gives up, or when BudgetFor fails.
+// the Retrier gives up, or when BudgetFor fails or is set with a loop
+// that is not a *budget.Retrier.
 //
 // RoundTrip closes req.Body, whether it succeeds or fails, as a
 // RoundTripper must.
@@ -151,8 +193,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("httpbudget: RoundTrip of a request with a nil URL")
 	}
 	var r budget.Retrier
-	if t.Retrier != nil {
-		r = *t.Retrier
+	switch l := t.Retrier.(type) {
+	case nil:
+	case *budget.Retrier:
+		if l != nil {
+			r = *l
+		}
+	default:
+		return t.roundTripLoop(req, l)
 	}
 	if t.BudgetFor != nil {
 		b, err := t.BudgetFor(req)
@@ -232,7 +280,9 @@ func (c *call) attempt(ctx context.Context, a budget.Attempt) error {
 		c.last.Body.Close()
 		c.last = nil
 	}
-	req, err := c.request(ctx, a)
+	first := !c.sent
+	c.sent = true
+	req, err := attemptRequest(ctx, c.req, a, first, c.setKey)
 	if err != nil {
 		return err
 	}
@@ -244,14 +294,9 @@ func (c *call) attempt(ctx context.Context, a budget.Attempt) error {
 		return err
 	}
 	if resp == nil {
-		return &failure{err: errors.New("httpbudget: Base returned neither a response nor an error")}
+		return ownFailure(errNoResponse)
 	}
-	if resp.Body == nil {
-		resp.Body = http.NoBody // as http.Client does, so that every response here has a body to close
-	}
-	if resp.Request == nil || resp.Request == req && req != c.req {
-		resp.Request = c.req // the caller's, as http.Transport sets it, not the attempt's clone
-	}
+	settle(resp, req, c.req)
 	c.last = resp
 	var kind budget.Kind
 	var retry bool
@@ -264,7 +309,7 @@ func (c *call) attempt(ctx context.Context, a budget.Attempt) error {
 		if resp.StatusCode < 400 {
 			return nil
 		}
-		return &failure{resp: resp, kind: budget.FirstAttempt}
+		return newFailure(resp, budget.FirstAttempt)
 	}
 	if a.N < c.maxAttempts && resp.StatusCode != http.StatusSwitchingProtocols {
 		// The Retrier may retry: free the connection before the wait. The
@@ -274,27 +319,41 @@ func (c *call) attempt(ctx context.Context, a budget.Attempt) error {
 	return newFailure(resp, kind)
 }
 
-// request returns the request for attempt a on ctx: req itself when it will
-// do, else a clone with ctx, a new body for a retry, and the dedup key.
-func (c *call) request(ctx context.Context, a budget.Attempt) (*http.Request, error) {
-	req := c.req
-	if !c.sent && !c.setKey {
-		c.sent = true
+// errNoResponse is the error of an attempt whose Base broke the
+// RoundTripper contract.
+var errNoResponse = errors.New("httpbudget: Base returned neither a response nor an error")
+
+// settle gives resp, the response of Base to req, an attempt of the
+// caller's orig, a body to close and orig as its Request, as http.Client
+// and http.Transport do.
+func settle(resp *http.Response, req, orig *http.Request) {
+	if resp.Body == nil {
+		resp.Body = http.NoBody // as http.Client does, so that every response here has a body to close
+	}
+	if resp.Request == nil || resp.Request == req && req != orig {
+		resp.Request = orig // the caller's, as http.Transport sets it, not the attempt's clone
+	}
+}
+
+// attemptRequest returns the request for attempt a of req on ctx: req
+// itself when it will do, else a clone with ctx, a new body for any
+// attempt but the first to be sent, and a's dedup key when setKey is set.
+func attemptRequest(ctx context.Context, req *http.Request, a budget.Attempt, first, setKey bool) (*http.Request, error) {
+	if first && !setKey {
 		if sameContext(ctx, req.Context()) {
 			return req, nil
 		}
 		return req.WithContext(ctx), nil
 	}
 	r := req.Clone(ctx)
-	if c.sent && hasBody(req) {
+	if !first && hasBody(req) {
 		body, err := req.GetBody()
 		if err != nil {
-			return nil, &failure{err: fmt.Errorf("httpbudget: GetBody for attempt %d: %w", a.N, err)}
+			return nil, ownFailure(fmt.Errorf("httpbudget: GetBody for attempt %d: %w", a.N, err))
 		}
 		r.Body = body
 	}
-	c.sent = true
-	if c.setKey {
+	if setKey {
 		if r.Header == nil {
 			r.Header = make(http.Header, 1)
 		}
@@ -329,10 +388,7 @@ func classifyDefault(err error) (budget.Kind, bool) {
 // verdict returns the Transport's verdict on an attempt's error, if it has
 // one: a failure's kind, and no retry for a context's error.
 func verdict(err error) (kind budget.Kind, retry, decided bool) {
-	switch f := err.(type) {
-	case *failure:
-		return f.kind, f.kind.IsRetry(), true
-	case *delayedFailure:
+	if f, ok := err.(*failure); ok {
 		return f.kind, f.kind.IsRetry(), true
 	}
 	if isContextError(err) {
