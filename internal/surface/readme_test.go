@@ -40,7 +40,7 @@ func TestReadmeFences(t *testing.T) {
 }
 
 var (
-	exampleName = regexp.MustCompile("\\bExample[A-Za-z0-9_]*")
+	exampleName = regexp.MustCompile(`\bExample[A-Za-z0-9_]*`)
 	// exampleRow is a row of the README's table of Examples:
 	// | `Name` | `path/file_test.go` | what it shows |
 	exampleRow = regexp.MustCompile("^\\| `(?:[a-z]+\\.)?(Example[A-Za-z0-9_]*)` \\| `([^`]+_test\\.go)` \\|")
