@@ -18,95 +18,8 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/grpcbudget"
+	"github.com/retrybudget/retrybudget/internal/subjects/ownloop"
 )
-
-// errGaveUp is what the test loops return, wrapping the last attempt's
-// error, when they give up.
-var errGaveUp = errors.New("test loop: gave up")
-
-// A read is what a test loop read from a failed attempt's error, as a
-// team's loop would: the verdict of budget.DefaultClassifier, and the
-// server's delay, if the error has one.
-type read struct {
-	kind     budget.Kind
-	retry    bool
-	delay    time.Duration
-	hasDelay bool
-}
-
-func (r read) String() string {
-	s := fmt.Sprintf("(%v, %v)", r.kind, r.retry)
-	if r.hasDelay {
-		s += fmt.Sprintf(" after %v", r.delay)
-	}
-	return s
-}
-
-// readErr reads err as a team's loop would.
-func readErr(err error) read {
-	kind, retry := budget.DefaultClassifier(err)
-	r := read{kind: kind, retry: retry}
-	var ra interface{ RetryAfter() time.Duration }
-	if errors.As(err, &ra) {
-		r.delay, r.hasDelay = ra.RetryAfter(), true
-	}
-	return r
-}
-
-// tries is a retry loop of a team's own, written from the budget.Loop
-// contract alone: up to max attempts, no budget, a wait of wait between
-// attempts, racing ctx. Each attempt runs on a context of its own that
-// ends as the attempt returns, as a loop with a per-attempt timeout does,
-// and is told nothing (a zero Attempt). It retries what
-// budget.DefaultClassifier says to, and records what it read.
-type tries struct {
-	max  int
-	wait time.Duration
-
-	mu    sync.Mutex
-	reads []read
-}
-
-var _ budget.Loop = (*tries)(nil)
-
-func (l *tries) Do(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
-	var err error
-	for n := 1; ; n++ {
-		if cerr := ctx.Err(); cerr != nil {
-			return errors.Join(cerr, err)
-		}
-		actx, cancel := context.WithCancel(ctx)
-		err = op(actx, budget.Attempt{})
-		cancel()
-		if err == nil {
-			return nil
-		}
-		r := readErr(err)
-		l.mu.Lock()
-		l.reads = append(l.reads, r)
-		l.mu.Unlock()
-		if !r.retry {
-			return err
-		}
-		if n >= l.max {
-			return fmt.Errorf("%w after %d attempts: %w", errGaveUp, n, err)
-		}
-		timer := time.NewTimer(l.wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return errors.Join(ctx.Err(), err)
-		case <-timer.C:
-		}
-	}
-}
-
-// read returns what l read from the failures.
-func (l *tries) read() []read {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.reads)
-}
 
 // hedge is a hedging loop of a team's own: it starts a first attempt and,
 // at once, a second beside it; the first success wins, and when both have
@@ -144,14 +57,7 @@ func (l hedge) Do(ctx context.Context, op func(context.Context, budget.Attempt) 
 			return ctx.Err()
 		}
 	}
-	return fmt.Errorf("%w: %w", errGaveUp, err)
-}
-
-// loopFunc is a budget.Loop made of a function.
-type loopFunc func(ctx context.Context, op func(context.Context, budget.Attempt) error) error
-
-func (f loopFunc) Do(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
-	return f(ctx, op)
+	return fmt.Errorf("%w: %w", ownloop.ErrGaveUp, err)
 }
 
 // A counter is a unary interceptor, inside the one under test, that counts
@@ -190,7 +96,7 @@ func TestOwnLoopUnaryRetries(t *testing.T) {
 		}
 		return step{}
 	}
-	loop := &tries{max: 3}
+	loop := &ownloop.Tries{Max: 3}
 	srv, err := check(t, context.Background(), script, loop)
 	if err != nil {
 		t.Fatalf("Check() = %v; want success on the third attempt", err)
@@ -198,8 +104,8 @@ func TestOwnLoopUnaryRetries(t *testing.T) {
 	if n := len(srv.Calls()); n != 3 {
 		t.Errorf("server saw %d calls; want 3", n)
 	}
-	want := []read{{kind: budget.Transient, retry: true}, {kind: budget.Throttled, retry: true, delay: 30 * time.Millisecond, hasDelay: true}}
-	if got := loop.read(); !slices.Equal(got, want) {
+	want := []ownloop.Read{{Kind: budget.Transient, Retry: true}, {Kind: budget.Throttled, Retry: true, Delay: 30 * time.Millisecond, HasDelay: true}}
+	if got := loop.Reads(); !slices.Equal(got, want) {
 		t.Errorf("the loop read %v; want %v", got, want)
 	}
 	if previous, _ := srv.Metadata(); !slices.EqualFunc(previous, [][]string{nil, {"1"}, {"2"}}, slices.Equal) {
@@ -216,20 +122,20 @@ func TestOwnLoopUnaryGivesUp(t *testing.T) {
 		name  string
 		s     step
 		calls int
-		read  read
+		read  ownloop.Read
 	}{
-		{"OutOfAttempts", step{code: codes.Unavailable}, 2, read{kind: budget.Transient, retry: true}},
-		{"NotRetried", step{code: codes.InvalidArgument}, 1, read{kind: budget.FirstAttempt}},
-		{"Committed", step{code: codes.Unavailable, header: true}, 1, read{kind: budget.FirstAttempt}},
-		{"PushbackStops", step{code: codes.Unavailable, pushback: "-1"}, 1, read{kind: budget.FirstAttempt}},
+		{"OutOfAttempts", step{code: codes.Unavailable}, 2, ownloop.Read{Kind: budget.Transient, Retry: true}},
+		{"NotRetried", step{code: codes.InvalidArgument}, 1, ownloop.Read{Kind: budget.FirstAttempt}},
+		{"Committed", step{code: codes.Unavailable, header: true}, 1, ownloop.Read{Kind: budget.FirstAttempt}},
+		{"PushbackStops", step{code: codes.Unavailable, pushback: "-1"}, 1, ownloop.Read{Kind: budget.FirstAttempt}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			loop := &tries{max: 2}
+			loop := &ownloop.Tries{Max: 2}
 			srv, err := check(t, context.Background(), always(tt.s), loop)
 			if status.Code(err) != tt.s.code {
 				t.Errorf("Check() = %v; want code %v", err, tt.s.code)
 			}
-			if tt.calls > 1 && !errors.Is(err, errGaveUp) {
+			if tt.calls > 1 && !errors.Is(err, ownloop.ErrGaveUp) {
 				t.Errorf("Check() = %v; want the loop's error", err)
 			}
 			if s, ok := err.(interface{ GRPCStatus() *status.Status }); tt.calls == 1 && (!ok || s.GRPCStatus().Message() != "step "+tt.s.code.String()) {
@@ -238,7 +144,7 @@ func TestOwnLoopUnaryGivesUp(t *testing.T) {
 			if n := len(srv.Calls()); n != tt.calls {
 				t.Errorf("server saw %d calls; want %d", n, tt.calls)
 			}
-			if got := loop.read(); len(got) != tt.calls || got[len(got)-1] != tt.read {
+			if got := loop.Reads(); len(got) != tt.calls || got[len(got)-1] != tt.read {
 				t.Errorf("the loop read %v; want %d reads, the last %v", got, tt.calls, tt.read)
 			}
 		})
@@ -259,7 +165,7 @@ func TestOwnLoopUnaryCancel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			conn, srv := serve(t, always(tt.s), grpc.WithUnaryInterceptor(grpcbudget.UnaryClientInterceptor(&tries{max: 3, wait: tt.wait})))
+			conn, srv := serve(t, always(tt.s), grpc.WithUnaryInterceptor(grpcbudget.UnaryClientInterceptor(&ownloop.Tries{Max: 3, Wait: tt.wait})))
 			done := make(chan error, 1)
 			go func() {
 				_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
@@ -338,9 +244,9 @@ func TestOwnLoopStream(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &attempts{}
-			st, srv := watch(t, context.Background(), tt.script, &tries{max: 2}, a)
+			st, srv := watch(t, context.Background(), tt.script, &ownloop.Tries{Max: 2}, a)
 			n, err := recvAll(st)
-			if tt.code == codes.OK && err != io.EOF || tt.code != codes.OK && (status.Code(err) != tt.code || !errors.Is(err, errGaveUp)) || n != tt.msgs {
+			if tt.code == codes.OK && err != io.EOF || tt.code != codes.OK && (status.Code(err) != tt.code || !errors.Is(err, ownloop.ErrGaveUp)) || n != tt.msgs {
 				t.Errorf("Recv() gave %d messages, then %v; want %d, then code %v (io.EOF for OK), the loop's error", n, err, tt.msgs, tt.code)
 			}
 			if n := len(srv.Calls()); n != tt.streams {
@@ -381,14 +287,14 @@ func TestOwnLoopStreamHedge(t *testing.T) {
 // when no attempt succeeded is an error, INTERNAL too.
 func TestOwnLoopMisuse(t *testing.T) {
 	pick := grpcbudget.WithBudgetFor(func(context.Context, string, *grpc.ClientConn) (budget.Budget, error) { return &recorder{}, nil })
-	nothing := loopFunc(func(context.Context, func(context.Context, budget.Attempt) error) error { return nil })
+	nothing := ownloop.Func(func(context.Context, func(context.Context, budget.Attempt) error) error { return nil })
 	for _, tt := range []struct {
 		name string
 		loop budget.Loop
 		opts []grpcbudget.Option
 		want string
 	}{
-		{"WithBudgetFor", &tries{max: 2}, []grpcbudget.Option{pick}, "WithBudgetFor needs a *budget.Retrier"},
+		{"WithBudgetFor", &ownloop.Tries{Max: 2}, []grpcbudget.Option{pick}, "WithBudgetFor needs a *budget.Retrier"},
 		{"NilWithoutSuccess", nothing, nil, "no attempt succeeded"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,7 +328,7 @@ func TestOwnLoopMisuse(t *testing.T) {
 // A stream attempt whose context ends while it waits for the response, by
 // a loop's timeout per attempt, fails with that context's code.
 func TestOwnLoopStreamAttemptDeadline(t *testing.T) {
-	perAttempt := loopFunc(func(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
+	perAttempt := ownloop.Func(func(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
 		actx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 		defer cancel()
 		return op(actx, budget.Attempt{N: 1})

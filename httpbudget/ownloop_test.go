@@ -14,96 +14,8 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/httpbudget"
+	"github.com/retrybudget/retrybudget/internal/subjects/ownloop"
 )
-
-// errGaveUp is what the test loops return, wrapping the last attempt's
-// error, when they give up.
-var errGaveUp = errors.New("test loop: gave up")
-
-// A read is what a test loop read from a failed attempt's error, as a
-// team's loop would: the verdict of budget.DefaultClassifier, and the
-// server's delay, if the error has one.
-type read struct {
-	kind     budget.Kind
-	retry    bool
-	delay    time.Duration
-	hasDelay bool
-}
-
-func (r read) String() string {
-	s := fmt.Sprintf("(%v, %v)", r.kind, r.retry)
-	if r.hasDelay {
-		s += fmt.Sprintf(" after %v", r.delay)
-	}
-	return s
-}
-
-// readErr reads err as a team's loop would.
-func readErr(err error) read {
-	kind, retry := budget.DefaultClassifier(err)
-	r := read{kind: kind, retry: retry}
-	var ra interface{ RetryAfter() time.Duration }
-	if errors.As(err, &ra) {
-		r.delay, r.hasDelay = ra.RetryAfter(), true
-	}
-	return r
-}
-
-// tries is a retry loop of a team's own, written from the budget.Loop
-// contract alone: up to max attempts, no budget, a wait of wait between
-// attempts, racing ctx. Each attempt runs on a context of its own that
-// ends as the attempt returns, as a loop with a per-attempt timeout does,
-// and with a zero Key. It retries what budget.DefaultClassifier says to
-// (every failure when deaf is set), and records what it read.
-type tries struct {
-	max  int
-	wait time.Duration
-	deaf bool
-
-	mu    sync.Mutex
-	reads []read
-}
-
-var _ budget.Loop = (*tries)(nil)
-
-func (l *tries) Do(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
-	var err error
-	for n := 1; ; n++ {
-		if cerr := ctx.Err(); cerr != nil {
-			return errors.Join(cerr, err)
-		}
-		actx, cancel := context.WithCancel(ctx)
-		err = op(actx, budget.Attempt{N: n})
-		cancel()
-		if err == nil {
-			return nil
-		}
-		r := readErr(err)
-		l.mu.Lock()
-		l.reads = append(l.reads, r)
-		l.mu.Unlock()
-		if !r.retry && !l.deaf {
-			return err
-		}
-		if n >= l.max {
-			return fmt.Errorf("%w after %d attempts: %w", errGaveUp, n, err)
-		}
-		timer := time.NewTimer(l.wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return errors.Join(ctx.Err(), err)
-		case <-timer.C:
-		}
-	}
-}
-
-// read returns what l read from the failures.
-func (l *tries) read() []read {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.reads)
-}
 
 // hedge is a hedging loop of a team's own: it starts a first attempt, and
 // a second beside it when hedgeWhen is closed, or after the first fails
@@ -153,12 +65,12 @@ func (l hedge) Do(ctx context.Context, op func(context.Context, budget.Attempt) 
 				return nil
 			case ctx.Err() != nil:
 				return errors.Join(ctx.Err(), err)
-			case !readErr(err).retry:
+			case !ownloop.ReadErr(err).Retry:
 				return err
 			case started < 2:
 				send()
 			case running == 0:
-				return fmt.Errorf("%w: %w", errGaveUp, err)
+				return fmt.Errorf("%w: %w", ownloop.ErrGaveUp, err)
 			}
 		case <-ctx.Done():
 			return ctx.Err()
@@ -221,7 +133,7 @@ func (b *bodies) open() int {
 func TestOwnLoopRetries(t *testing.T) {
 	big := strings.Repeat("ok", 64<<10) // more than a connection buffers
 	s := serve(t, step{status: 502}, step{status: 429, retryAfter: "7"}, step{status: 200, body: big})
-	loop := &tries{max: 3}
+	loop := &ownloop.Tries{Max: 3}
 	status, body, err := send(t, &httpbudget.Transport{Base: s.Client().Transport, Retrier: loop}, s.get(t))
 	if err != nil || status != 200 || body != big {
 		t.Fatalf("RoundTrip() = %d (%d bytes), %v; want 200 and its %d bytes", status, len(body), err, len(big))
@@ -229,8 +141,8 @@ func TestOwnLoopRetries(t *testing.T) {
 	if n := len(s.received()); n != 3 {
 		t.Errorf("server received %d requests; want 3", n)
 	}
-	want := []read{{kind: budget.Transient, retry: true}, {kind: budget.Throttled, retry: true, delay: 7 * time.Second, hasDelay: true}}
-	if got := loop.read(); !slices.Equal(got, want) {
+	want := []ownloop.Read{{Kind: budget.Transient, Retry: true}, {Kind: budget.Throttled, Retry: true, Delay: 7 * time.Second, HasDelay: true}}
+	if got := loop.Reads(); !slices.Equal(got, want) {
 		t.Errorf("the loop read %v; want %v", got, want)
 	}
 }
@@ -244,17 +156,17 @@ func TestOwnLoopGivesUpOnResponse(t *testing.T) {
 		name     string
 		status   int
 		attempts int
-		read     read
+		read     ownloop.Read
 		open     int // bodies of Base open before the caller closes its own
 	}{
-		{"OutOfAttempts", 503, 2, read{kind: budget.Throttled, retry: true}, 0},
-		{"NotRetried", 404, 1, read{kind: budget.FirstAttempt, retry: false}, 1},
+		{"OutOfAttempts", 503, 2, ownloop.Read{Kind: budget.Throttled, Retry: true}, 0},
+		{"NotRetried", 404, 1, ownloop.Read{Kind: budget.FirstAttempt, Retry: false}, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			base := &bodies{answer: func(n int, req *http.Request) (*http.Response, error) {
 				return respond(req, tt.status, nil, fmt.Sprint("answer ", n)), nil
 			}}
-			loop := &tries{max: 2}
+			loop := &ownloop.Tries{Max: 2}
 			req, _ := http.NewRequest(http.MethodGet, "http://example.test/", nil)
 			resp, err := (&httpbudget.Transport{Base: base, Retrier: loop}).RoundTrip(req)
 			if err != nil {
@@ -263,7 +175,7 @@ func TestOwnLoopGivesUpOnResponse(t *testing.T) {
 			if base.attempts() != tt.attempts {
 				t.Errorf("%d attempts; want %d", base.attempts(), tt.attempts)
 			}
-			if got := loop.read(); len(got) != tt.attempts || got[len(got)-1] != tt.read {
+			if got := loop.Reads(); len(got) != tt.attempts || got[len(got)-1] != tt.read {
 				t.Errorf("the loop read %v; want %d reads, the last %v", got, tt.attempts, tt.read)
 			}
 			if n := base.open(); n != tt.open {
@@ -288,12 +200,12 @@ func TestOwnLoopError(t *testing.T) {
 	refused := errors.New("connection refused")
 	base := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, refused })
 	req, _ := http.NewRequest(http.MethodGet, "http://example.test/", nil)
-	resp, err := (&httpbudget.Transport{Base: base, Retrier: &tries{max: 2}}).RoundTrip(req)
-	if resp != nil || !errors.Is(err, errGaveUp) || !errors.Is(err, refused) {
+	resp, err := (&httpbudget.Transport{Base: base, Retrier: &ownloop.Tries{Max: 2}}).RoundTrip(req)
+	if resp != nil || !errors.Is(err, ownloop.ErrGaveUp) || !errors.Is(err, refused) {
 		t.Errorf("RoundTrip() = %v, %v; want the loop's error, wrapping Base's", resp, err)
 	}
 
-	nothing := loopFunc(func(context.Context, func(context.Context, budget.Attempt) error) error { return nil })
+	nothing := ownloop.Func(func(context.Context, func(context.Context, budget.Attempt) error) error { return nil })
 	body := &trackedBody{r: strings.NewReader("x"), size: 1}
 	req, _ = http.NewRequest(http.MethodPut, "http://example.test/", body)
 	resp, err = (&httpbudget.Transport{Base: base, Retrier: nothing}).RoundTrip(req)
@@ -303,13 +215,6 @@ func TestOwnLoopError(t *testing.T) {
 	if !body.closed.Load() {
 		t.Error("the request body is open; want it closed")
 	}
-}
-
-// loopFunc is a budget.Loop made of a function.
-type loopFunc func(ctx context.Context, op func(context.Context, budget.Attempt) error) error
-
-func (f loopFunc) Do(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
-	return f(ctx, op)
 }
 
 // A cancel returns at once, with context.Canceled, under a loop of a
@@ -343,7 +248,7 @@ func TestOwnLoopCancel(t *testing.T) {
 			time.AfterFunc(20*time.Millisecond, cancel)
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://example.test/", nil)
 			start := time.Now()
-			resp, err := (&httpbudget.Transport{Base: base, Retrier: &tries{max: 3, wait: wait}}).RoundTrip(req)
+			resp, err := (&httpbudget.Transport{Base: base, Retrier: &ownloop.Tries{Max: 3, Wait: wait}}).RoundTrip(req)
 			if resp != nil || !errors.Is(err, context.Canceled) {
 				t.Errorf("RoundTrip() = %v, %v after a cancel; want context.Canceled", resp, err)
 			}
@@ -433,18 +338,18 @@ func TestOwnLoopReturnsEarly(t *testing.T) {
 		<-returned
 		return respond(req, 200, nil, "late"), nil
 	}}
-	early := loopFunc(func(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
+	early := ownloop.Func(func(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
 		go func() {
 			attemptDone <- op(context.Background(), budget.Attempt{N: 1})
 			attemptDone <- op(context.Background(), budget.Attempt{N: 2})
 		}()
 		<-sent
-		return errGaveUp
+		return ownloop.ErrGaveUp
 	})
 	req, _ := http.NewRequest(http.MethodGet, "http://example.test/", nil)
 	resp, err := (&httpbudget.Transport{Base: base, Retrier: early}).RoundTrip(req)
 	close(returned)
-	if resp != nil || !errors.Is(err, errGaveUp) {
+	if resp != nil || !errors.Is(err, ownloop.ErrGaveUp) {
 		t.Errorf("RoundTrip() = %v, %v; want the loop's error", resp, err)
 	}
 	<-attemptDone
@@ -473,18 +378,18 @@ func TestOwnLoopSentOnce(t *testing.T) {
 	}
 	t.Run("Marked", func(t *testing.T) {
 		base := &bodies{answer: func(n int, req *http.Request) (*http.Response, error) { return respond(req, 503, nil, "busy"), nil }}
-		loop := &tries{max: 3}
+		loop := &ownloop.Tries{Max: 3}
 		status, body, err := send(t, &httpbudget.Transport{Base: base, Retrier: loop}, post(t))
 		if err != nil || status != 503 || body != "busy" || base.attempts() != 1 {
 			t.Errorf("RoundTrip() = %d %q, %v after %d attempts; want 503 \"busy\" after 1", status, body, err, base.attempts())
 		}
-		if got, want := loop.read(), []read{{kind: budget.FirstAttempt}}; !slices.Equal(got, want) {
+		if got, want := loop.Reads(), []ownloop.Read{{Kind: budget.FirstAttempt}}; !slices.Equal(got, want) {
 			t.Errorf("the loop read %v; want %v", got, want)
 		}
 	})
 	t.Run("DeafLoop", func(t *testing.T) {
 		base := &bodies{answer: func(n int, req *http.Request) (*http.Response, error) { return respond(req, 503, nil, "busy"), nil }}
-		status, body, err := send(t, &httpbudget.Transport{Base: base, Retrier: &tries{max: 3, deaf: true}}, post(t))
+		status, body, err := send(t, &httpbudget.Transport{Base: base, Retrier: &ownloop.Tries{Max: 3, Deaf: true}}, post(t))
 		if err != nil || status != 503 || body != "busy" || base.attempts() != 1 {
 			t.Errorf("RoundTrip() = %d %q, %v after %d attempts; want 503 \"busy\" after 1", status, body, err, base.attempts())
 		}
@@ -513,7 +418,7 @@ func TestOwnLoopSentOnce(t *testing.T) {
 func TestOwnLoopKey(t *testing.T) {
 	s := serve(t, step{status: 502}, step{status: 201})
 	req, _ := http.NewRequest(http.MethodPost, s.URL, strings.NewReader("order"))
-	tr := &httpbudget.Transport{Base: s.Client().Transport, Retrier: &tries{max: 3}, RetryNonIdempotent: true}
+	tr := &httpbudget.Transport{Base: s.Client().Transport, Retrier: &ownloop.Tries{Max: 3}, RetryNonIdempotent: true}
 	if status, _, err := send(t, tr, req); err != nil || status != 201 {
 		t.Fatalf("RoundTrip() = %d, %v; want 201", status, err)
 	}
@@ -533,7 +438,7 @@ func TestOwnLoopBudgetFor(t *testing.T) {
 	base := &bodies{answer: func(n int, req *http.Request) (*http.Response, error) { return respond(req, 200, nil, ""), nil }}
 	tr := &httpbudget.Transport{
 		Base:      base,
-		Retrier:   &tries{max: 3},
+		Retrier:   &ownloop.Tries{Max: 3},
 		BudgetFor: func(*http.Request) (budget.Budget, error) { return &recorder{}, nil },
 	}
 	body := &trackedBody{r: strings.NewReader("x"), size: 1}
@@ -567,7 +472,7 @@ func TestOwnLoopAttemptDeadline(t *testing.T) {
 		<-req.Context().Done()
 		return nil, req.Context().Err()
 	})
-	perAttempt := loopFunc(func(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
+	perAttempt := ownloop.Func(func(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
 		actx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 		defer cancel()
 		return op(actx, budget.Attempt{N: 1})
@@ -585,7 +490,7 @@ func TestOwnLoopAttemptAfterSuccess(t *testing.T) {
 		return respond(req, 200, nil, fmt.Sprint("answer ", n)), nil
 	}}
 	var again error
-	twice := loopFunc(func(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
+	twice := ownloop.Func(func(ctx context.Context, op func(context.Context, budget.Attempt) error) error {
 		err := op(ctx, budget.Attempt{N: 1})
 		again = op(ctx, budget.Attempt{N: 2})
 		return err

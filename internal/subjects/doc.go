@@ -9,7 +9,8 @@
 //     without reading the checks;
 //   - zoo: correct budgets of as many designs, which must pass;
 //   - controltest: hand-instrumented budgets that test the controlled
-//     checks under plain go test.
+//     checks under plain go test;
+//   - ownloop: retry loops of a team's own, put behind the adapters.
 //
 // The subjects that play a team's module, with a go.mod of their own, are
 // under testdata/ at the repository's root.
