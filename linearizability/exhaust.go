@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/sched"
@@ -255,7 +256,11 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 	for _, g := range order {
 		gs = max(gs, g+1)
 	}
-	nextObj := make([]footprint, (n+1)*gs)
+	sc := scratchPool.Get().(*branchScratch)
+	defer scratchPool.Put(sc)
+	sc.nextObj = slices.Grow(sc.nextObj[:0], (n+1)*gs)[:(n+1)*gs]
+	nextObj := sc.nextObj
+	clear(nextObj[n*gs:])
 	for i := n - 1; i >= 0; i-- {
 		copy(nextObj[i*gs:(i+1)*gs], nextObj[(i+1)*gs:(i+2)*gs])
 		f := &nextObj[i*gs+order[i]]
@@ -266,11 +271,14 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 	}
 	// last[g] is 1 + the last step before the current one at which g ran;
 	// 0 if none. The loop below keeps it as it goes.
-	last := make([]int, gs)
+	sc.last = slices.Grow(sc.last[:0], gs)[:gs]
+	last := sc.last
+	clear(last)
 	// touchedAt[obj] is 1 + the last step before the current one that
 	// touched obj and did not block; unknownAt the same for a step whose
 	// object is not known. The loop below keeps them as it goes.
-	touchedAt := map[uintptr]int{}
+	touchedAt := sc.touchedAt
+	clear(touchedAt)
 	unknownAt := 0
 	// futile reports whether g, run at step i, would only find again that
 	// its operation cannot go on: it did at the last step it ran, and no
@@ -346,6 +354,16 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 	}
 	return out
 }
+
+// A branchScratch holds the tables branches builds for one run, kept for
+// the next: the exhaustive stage calls it once for every schedule it runs.
+type branchScratch struct {
+	nextObj   []footprint
+	last      []int
+	touchedAt map[uintptr]int
+}
+
+var scratchPool = sync.Pool{New: func() any { return &branchScratch{touchedAt: map[uintptr]int{}} }}
 
 // A footprint is what a goroutine's steps from some state on touch, as far
 // as a run shows them: whether one touched what is not known, and a
