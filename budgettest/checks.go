@@ -134,12 +134,30 @@ const (
 )
 
 // longRunCount is how many long runs the Sequential check makes: 4, or 2
-// under -race.
+// under -race or -short.
 func longRunCount() uint64 {
-	if race.Enabled {
+	if fewerFreeRuns() {
 		return 2
 	}
 	return 4
+}
+
+// fewerFreeRuns reports whether the checks make fewer of their free runs:
+// under -race, which slows them five to ten times, and under -short, which
+// asks for a quick verdict. The controlled stages, the exhaustive one
+// included, run whole either way.
+func fewerFreeRuns() bool { return race.Enabled || testing.Short() }
+
+// shortScenarios is how many random scenarios the Linearizable check runs
+// under -short when the subject does not say (50 otherwise).
+const shortScenarios = 10
+
+// scenarioCount is the Scenarios the Linearizable check asks for.
+func (sub Subject[S]) scenarioCount() int {
+	if sub.Scenarios == 0 && testing.Short() {
+		return shortScenarios
+	}
+	return sub.Scenarios
 }
 
 // longRuns runs the Sequential check's second stage: long runs against the
@@ -180,7 +198,7 @@ func checkLinearizable[S any](t *testing.T, sub Subject[S]) error {
 	}
 	found, err := linearizability.Search(t, linearizability.Target[S]{
 		Name: sub.name(), Model: sub.Model, New: sub.New, Scale: sub.Scale, Horizon: sub.Horizon,
-		WallClock: sub.WallClock, Scenarios: sub.Scenarios, Watchdog: sub.Watchdog, Replay: replay,
+		WallClock: sub.WallClock, Scenarios: sub.scenarioCount(), Watchdog: sub.Watchdog, Replay: replay,
 		Log: func(line string) { note(t, sub.name(), line) }, Free: sub.Remote,
 	})
 	if err != nil || found == nil {
@@ -279,7 +297,7 @@ var (
 func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 	if _, ok := sub.Model.(model.InFlightLimit); ok && harness.IsStructured(sub.Model) {
 		seeds := familySeeds
-		if race.Enabled {
+		if fewerFreeRuns() {
 			seeds = familySeeds[:1]
 		}
 		var stages []func() error
@@ -346,11 +364,12 @@ func checkInvariant[S any](t *testing.T, sub Subject[S]) error {
 	}
 	if stressrun.HasInvariant(sub.Model) {
 		seeds := familySeeds
-		if race.Enabled {
+		if fewerFreeRuns() {
 			// Each free stress run takes five to ten times as long
 			// under the detector: one instead of three keeps
-			// go test -race ./... within its time. On instrumented
-			// code the controlled runs above are made in full.
+			// go test -race ./... within its time; -short asks for
+			// the same. On instrumented code the controlled runs
+			// above are made in full.
 			seeds = familySeeds[:1]
 		}
 		for _, seed := range seeds {

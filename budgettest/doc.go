@@ -296,6 +296,19 @@
 // A controlled pass means no violation in the schedules explored, not in
 // every schedule.
 //
+// # A quicker verdict: go test -short
+//
+// Under -short the checks make fewer of their free runs, as many as under
+// -race: the Linearizable check runs 10 random scenarios instead of 50
+// (Subject.Scenarios, if set, wins), the Invariant check one family of
+// stress runs instead of three, and the Sequential check two long runs
+// instead of four. The exhaustive stage runs whole, with the same
+// scenarios, bounds and limits, as do the controlled stress runs. What
+// -short gives up is the random scenarios' and the free runs' reach: a
+// bug that only a longer random history shows (a slot that drifts after
+// thousands of operations), or only one of the other stress families, may
+// pass -short and fail without it. Keep a run without -short in CI.
+//
 // # Writing a model for your budget
 //
 // When none of the model package's models states your budget's rule, write

@@ -134,6 +134,9 @@ func Spawn(t *testing.T, c *Child, id string, prior map[string]json.RawMessage, 
 	out := filepath.Join(dir, "result.json")
 	args := append([]string{"-test.run=" + RunPattern(t.Name()), "-test.count=1", "-test.timeout=" + timeout.String(),
 		"-test.artifacts", "-test.outputdir=" + filepath.Join(dir, "artifacts")}, childFlags()...)
+	if testing.Short() {
+		args = append(args, "-test.short") // the child makes the runs the parent would
+	}
 	args = append(args, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+killGrace)
 	defer cancel()
