@@ -64,10 +64,13 @@ fuzz:
 fuzz-mutants:
 	scripts/fuzz-mutants.sh $(MUTANTTIME)
 
-# One run, both CPU counts, so ratios compare numbers from the same binary.
+# One run, both CPU counts, so ratios compare numbers from the same binary;
+# and the exhaustive stage's schedules a second (BenchmarkExhaust, on the
+# rewritten TokenBucket).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1,2 ./budget
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./linearizability
+	$(GO) run ./cmd/budgetcheck -run '^$$' -bench Exhaust -benchtime $(BENCHTIME) ./linearizability -instrument ./budget
 	cd awsbudget && $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1,2 ./...
 
 # What budgetcheck's rewrite costs: the retry/success loop of the plain
