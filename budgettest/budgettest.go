@@ -66,8 +66,12 @@ type Subject[S any] struct {
 	// the controlled stages are not run: each check whose verdict they
 	// would have controlled says so in one line (and fails under
 	// -budgettest.control=require), and the free runs, which a server's
-	// own concurrency reaches, give the verdict. Example_remote puts a
-	// Redis budget through the suite this way.
+	// own concurrency reaches, give the verdict. The Amplification check's
+	// simulated outage runs in a testing/synctest bubble; a Remote
+	// subject's budgets are built, called and closed outside it, so that
+	// its client's connections, timers and pools never belong to the
+	// bubble. Example_remote puts a Redis budget through the suite this
+	// way.
 	Remote bool
 
 	// typePkgs are the packages of the first budget's type and of the

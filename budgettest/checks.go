@@ -822,7 +822,7 @@ func checkAmplification[S any](t *testing.T, sub Subject[S]) error {
 	var got, want sim.Result
 	err := sub.harness(t).Guard("the amplification check", func() error {
 		c := amplification
-		c.Outside = sub.Remote // a server's goroutines would keep the bubble's clock still
+		c.Outside = sub.Remote // its calls are made outside the bubble: see Config.Outside
 		if harness.IsStructured(sub.Model) {
 			// Attempts that time out: calls stay in flight, and an
 			// in-flight budget has something to limit.

@@ -21,13 +21,7 @@ import (
 // the parameters they are built with.
 func TestBudgetsPassTheSuite(t *testing.T) {
 	srv := startServer(t)
-	// A pool larger than the suite's most concurrent calls (64 stress
-	// goroutines): go-redis waits for a connection with a timer from a
-	// pool it shares across calls, and the Amplification check calls the
-	// budget inside a testing/synctest bubble; a timer made there and
-	// reused by a stress run outside is a fatal error ("reset of synctest
-	// timer from outside bubble"), which a .ci/run met once.
-	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), MaxRetries: -1, PoolSize: 128})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	var keys atomic.Int64
 	cfg := func(clock budget.Clock) redisbudget.Config {

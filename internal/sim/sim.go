@@ -36,11 +36,15 @@ type Config struct {
 	// NewBudget builds one client's budget on clock, which reads the
 	// simulation's virtual time. Nil means no budget.
 	NewBudget func(clock budget.Clock) budget.Budget `json:"-"`
-	// Outside, if set, builds the budgets before the bubble, and closes
-	// them after it: for budgets whose goroutines wait on the network (a
-	// server's accept loop), which would keep the bubble's clock from ever
-	// moving. Their clock reads the simulation's virtual time from its
-	// start, and zero before.
+	// Outside, if set, keeps the budgets out of the bubble altogether:
+	// for budgets whose state is in another process (a Redis server). They
+	// are built before the bubble and closed after it, and every call on
+	// them is made by a goroutine outside the bubble while the caller
+	// inside waits, so that the budget's connections, timers and pools
+	// never belong to the bubble (a timer made in a bubble and reused
+	// outside it is a fatal error), and its goroutines never keep the
+	// bubble's clock still. Their clock reads the simulation's virtual
+	// time as of the call being made, and zero before the first.
 	Outside bool `json:"-"`
 	Seed    uint64
 }
@@ -100,45 +104,38 @@ const grid = 1 << 20
 
 // Run simulates the outage in a testing/synctest bubble of t and returns
 // the measurements. Each client's budget is built inside the bubble and
-// closed there at the end, if it has a Close() error method. A panic in a
-// factory or a budget is returned as an error (the first one, if several);
-// it never crashes the process.
+// closed there at the end, if it has a Close() error method, unless
+// c.Outside says otherwise. A panic in a factory or a budget is returned as
+// an error (the first one, if several); it never crashes the process.
 func Run(t *testing.T, c Config) (Result, error) {
 	t.Helper()
 	c = c.withDefaults()
 	var res Result
 	var err error
 	var prebuilt []budget.Budget
-	var closers []func()
-	var clock *startClock
+	var out *outside
 	if c.Outside && c.NewBudget != nil {
-		clock = new(startClock)
+		out = startOutside()
+		defer out.stop()
 		factory := harness.Subject[struct{}]{New: c.NewBudget}
 		for range c.Clients {
 			var b budget.Budget
 			var closeBudget func()
-			if p := harness.Catch("the outage simulation's factory", func() { b, closeBudget = factory.Open(clock) }); p != nil {
-				for _, f := range closers {
-					f()
-				}
+			if p := harness.Catch("the outage simulation's factory", func() { b, closeBudget = factory.Open(&out.clock) }); p != nil {
 				return res, p
 			}
-			prebuilt, closers = append(prebuilt, b), append(closers, closeBudget)
+			out.closers = append(out.closers, closeBudget)
+			// Guarded here, so that a panic is read where it happened,
+			// outside the bubble, with the budget's own lines.
+			prebuilt = append(prebuilt, out.wrap(harness.Guarded(b)))
 		}
 	}
 	if p := harness.Catch("the outage simulation", func() {
 		synctest.Test(t, func(t *testing.T) {
-			if clock != nil {
-				clock.start.Store(time.Now().UnixNano())
+			if out != nil {
+				out.start = time.Now() // the bubble's time, read before any call
 			}
 			if p := harness.Catch("the outage simulation", func() {
-				// Closed inside the bubble, where their calls were made:
-				// a WaitGroup a call used belongs to the bubble now.
-				defer func() {
-					for _, f := range closers {
-						f()
-					}
-				}()
 				res, err = run(c, prebuilt)
 			}); p != nil {
 				err = p
@@ -150,18 +147,104 @@ func Run(t *testing.T, c Config) (Result, error) {
 	return res, err
 }
 
-// startClock is the clock of budgets built outside the bubble: the
-// virtual time since the simulation's start, read inside the bubble, and
-// zero before it starts.
-type startClock struct{ start atomic.Int64 }
-
-func (c *startClock) Now() time.Duration {
-	s := c.start.Load()
-	if s == 0 {
-		return 0
-	}
-	return time.Duration(time.Now().UnixNano() - s)
+// outside makes the calls on budgets kept out of the bubble (see
+// Config.Outside). Its channels and its goroutine are made before the
+// bubble: a goroutine of the bubble that waits on them is not durably
+// blocked, so the bubble's clock stands still until the call returns, and
+// the simulation's goroutines, which never wake at the same instant, still
+// make their calls one at a time.
+type outside struct {
+	start   time.Time // the simulation's start, in the bubble's time
+	clock   setClock
+	mu      sync.Mutex // one call at a time, for the one reply channel
+	calls   chan outsideCall
+	replies chan any // a call's panic, or nil
+	done    chan struct{}
+	closers []func()
 }
+
+type outsideCall struct {
+	now time.Duration // the bubble's virtual time since the start
+	f   func()
+}
+
+func startOutside() *outside {
+	o := &outside{calls: make(chan outsideCall), replies: make(chan any), done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		for call := range o.calls {
+			o.clock.now.Store(int64(call.now))
+			o.replies <- func() (p any) {
+				defer func() { p = recover() }()
+				call.f()
+				return nil
+			}()
+		}
+	}()
+	return o
+}
+
+// stop ends the goroutine and closes the budgets.
+func (o *outside) stop() {
+	close(o.calls)
+	<-o.done
+	for _, f := range o.closers {
+		f()
+	}
+}
+
+// do runs f outside the bubble with the clock at now, and re-raises its
+// panic, if any, in the caller.
+func (o *outside) do(now time.Duration, f func()) {
+	o.mu.Lock()
+	o.calls <- outsideCall{now: now, f: f}
+	p := <-o.replies
+	o.mu.Unlock()
+	if p != nil {
+		panic(p)
+	}
+}
+
+// wrap returns b with its calls made outside the bubble: a
+// budget.InFlightBudget if b is one.
+func (o *outside) wrap(b budget.Budget) budget.Budget {
+	ob := &outsideBudget{o: o, inner: b}
+	if _, ok := b.(budget.InFlightBudget); ok {
+		return outsideInFlight{ob}
+	}
+	return ob
+}
+
+// outsideBudget forwards each call to the goroutine outside the bubble,
+// with the virtual time since the simulation's start.
+type outsideBudget struct {
+	o     *outside
+	inner budget.Budget
+}
+
+func (b *outsideBudget) do(f func()) { b.o.do(time.Since(b.o.start), f) }
+
+func (b *outsideBudget) Request() { b.do(b.inner.Request) }
+func (b *outsideBudget) Retry(k budget.Kind) (ok bool) {
+	b.do(func() { ok = b.inner.Retry(k) })
+	return ok
+}
+func (b *outsideBudget) Success(k budget.Kind) { b.do(func() { b.inner.Success(k) }) }
+
+type outsideInFlight struct{ *outsideBudget }
+
+func (b outsideInFlight) AttemptEnd(k budget.Kind) {
+	b.do(func() { b.inner.(budget.InFlightBudget).AttemptEnd(k) })
+}
+func (b outsideInFlight) CallEnd() {
+	b.do(b.inner.(budget.InFlightBudget).CallEnd)
+}
+
+// setClock is the clock of budgets kept out of the bubble: the virtual
+// time of the call being made, set before each.
+type setClock struct{ now atomic.Int64 }
+
+func (c *setClock) Now() time.Duration { return time.Duration(c.now.Load()) }
 
 type request struct {
 	id     int64

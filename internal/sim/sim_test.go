@@ -1,12 +1,14 @@
 package sim_test
 
 import (
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget/budget"
+	"github.com/retrybudget/retrybudget/internal/harness"
 	"github.com/retrybudget/retrybudget/internal/sim"
 )
 
@@ -140,5 +142,76 @@ func TestRatioBound(t *testing.T) {
 			t.Errorf("rate %v: amplification %.4f, above 1.1 + floor share %.2f", rate, r.Amplification, floorShare)
 		}
 		t.Logf("rate %v/s per client: %v (bound 1.1 + %.2f)", rate, r, floorShare)
+	}
+}
+
+// pooled is a budget that keeps timers in a pool shared with code outside
+// the simulation, as a network client does (go-redis waits for a pooled
+// connection with a pooled timer). A timer made in a testing/synctest
+// bubble and reset outside it is a fatal error of the runtime, so Outside
+// budgets must make their calls outside the bubble. It also records the
+// clock readings its calls see.
+type pooled struct {
+	clock budget.Clock
+	pool  *[]*time.Timer
+	seen  *[]time.Duration
+}
+
+func (p pooled) call() {
+	*p.seen = append(*p.seen, p.clock.Now())
+	var tm *time.Timer
+	if n := len(*p.pool); n > 0 {
+		tm, *p.pool = (*p.pool)[n-1], (*p.pool)[:n-1]
+		tm.Reset(time.Hour)
+	} else {
+		tm = time.NewTimer(time.Hour)
+	}
+	tm.Stop()
+	*p.pool = append(*p.pool, tm)
+}
+
+func (p pooled) Request()               { p.call() }
+func (p pooled) Retry(budget.Kind) bool { p.call(); return true }
+func (p pooled) Success(budget.Kind)    { p.call() }
+
+// Outside budgets are called outside the bubble, on the simulation's
+// virtual time: the timers they make can be used after it, and the clock
+// they read runs from 0 to the end of the script, never backwards.
+func TestOutsideCallsAreMadeOutsideTheBubble(t *testing.T) {
+	var pool []*time.Timer
+	var seen []time.Duration
+	c := small(func(clock budget.Clock) budget.Budget { return pooled{clock: clock, pool: &pool, seen: &seen} }, 0.5)
+	c.Outside = true
+	run(t, c)
+	if len(pool) == 0 {
+		t.Fatal("the budgets made no timer")
+	}
+	for _, tm := range pool { // fatal if a timer belonged to the bubble
+		tm.Reset(time.Hour)
+		tm.Stop()
+	}
+	end := c.Healthy + c.Outage + c.Recovery
+	for i, d := range seen {
+		if d < 0 || d > end+time.Minute || (i > 0 && d < seen[i-1]) {
+			t.Fatalf("call %d read %v on the clock (the one before, %v): want virtual time within the script's %v, never going back", i, d, seen[max(i-1, 0)], end)
+		}
+	}
+	if last := seen[len(seen)-1]; last < c.Healthy+c.Outage {
+		t.Errorf("the last call read %v, want the virtual time near the script's end (%v)", last, end)
+	}
+}
+
+// A panic in an Outside budget is an error naming the method, whose stack
+// is the budget's own.
+func TestOutsidePanicKeepsTheBudgetsStack(t *testing.T) {
+	c := small(func(budget.Clock) budget.Budget { return panicky{} }, 1)
+	c.Outside = true
+	_, err := sim.Run(t, c)
+	if err == nil || !strings.Contains(err.Error(), "Retry panicked") {
+		t.Fatalf("Run with a panicking Outside budget = %v, want an error naming Retry", err)
+	}
+	var f *harness.Fault
+	if !errors.As(err, &f) || !strings.Contains(f.Stack, "panicky.Retry") {
+		t.Errorf("the fault's stack does not hold panicky.Retry: %v", err)
 	}
 }
