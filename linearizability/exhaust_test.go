@@ -2,6 +2,7 @@ package linearizability
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -330,4 +331,54 @@ func TestInterleavingTellsTheViolation(t *testing.T) {
 	if _, err := interleaving[int64](context.Background(), tokens{1}, s, newBudget); err == nil {
 		t.Error("interleaving told the story of a linearizable run")
 	}
+}
+
+// countingBucket is mutexBucket that counts requests under its mutex, and
+// whose constructor stores into a field outside any lock, as most do.
+type countingBucket struct {
+	mutexBucket
+	reqs int64
+}
+
+func newCountingBucket(n int64) *countingBucket {
+	b := &countingBucket{}
+	b.n = sched.W(n) // a step whose object is not known
+	return b
+}
+
+func (b *countingBucket) Request() {
+	sched.Hook.M(&b.mu).Lock()
+	defer sched.Hook.M(&b.mu).Unlock()
+	b.reqs++
+}
+
+// The operations before the goroutines run on the first goroutine while
+// the others wait for the budget to be built; every unlock there wakes
+// them, to find the budget still unbuilt. They are no choice there: the
+// schedules do not grow with the operations before, even after a
+// constructor's store, a step that may touch anything.
+func TestExhaustDoesNotBranchBeforeTheGoroutines(t *testing.T) {
+	schedules := func(before int) int {
+		s := Scenario{Before: slices.Repeat([]model.Op{model.OpRequest}, before),
+			Goroutines: [][]model.Op{{model.OpRetry(model.Transient)}, {model.OpRetry(model.Throttled), model.OpRequest}}}
+		rep, err := exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return newCountingBucket(1) }, 2, 2000, false,
+			func(h model.History, r sched.Report) bool {
+				if res := Check[int64](tokens{1}, h, 0); res.Verdict != Linearizable {
+					t.Fatalf("a correct budget: %v", res.Explain())
+				}
+				return false
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Complete {
+			t.Fatalf("%d operations before: %+v, want every schedule run", before, rep)
+		}
+		return rep.Schedules
+	}
+	few, many := schedules(1), schedules(20)
+	if many != few {
+		t.Errorf("%d schedules after 20 operations before the goroutines, %d after one: want as many", many, few)
+	}
+	t.Logf("%d schedules", few)
 }

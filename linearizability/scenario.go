@@ -321,7 +321,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h model.His
 			fs[i] = func() {
 				defer returned.Done()
 				if i > 0 {
-					sched.Recv(built)
+					sched.AwaitClose(built)
 				} else {
 					func() {
 						defer sched.Close(built)

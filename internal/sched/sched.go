@@ -304,7 +304,8 @@ type Site []uintptr
 // by fairness, and a search that chooses otherwise preempts.
 //
 // Waiting holds the goroutines of Ready whose step there would be a Lock
-// of a mutex another goroutine holds: chosen, each would only find it held
+// of a mutex another goroutine holds, or a receive, in AwaitClose, from a
+// channel Close has not closed yet: chosen, each would only find it so
 // and wait, so a search need not choose it.
 type Choice struct {
 	Ready   uint64
@@ -372,6 +373,7 @@ type gor struct {
 	locking bool    // pending is a mutex g waits to Lock
 	store   bool    // the step g waits to take is an unguarded store (see Choice.Unguarded)
 	touched uintptr // an object the current step touched besides its own: a mutex it unlocked, a channel it closed
+	gate    uintptr // a channel g waits to see closed by Close (see AwaitClose); under r.mu
 	locks   int     // the mutexes g holds, locked exclusively under control (see Options.Fine)
 	opaque  bool    // the current step touched touched, or something unknown when touched is zero
 
@@ -703,6 +705,9 @@ func (r *run) releasedObj(obj uintptr) {
 		if g.st == blocked {
 			g.st = runnable
 		}
+		if g.gate == obj {
+			g.gate = 0
+		}
 	}
 	r.mu.Unlock()
 	if self != nil {
@@ -984,7 +989,7 @@ func (r *run) pickLocked(from *gor) *gor {
 		}
 		c.Spun = from != nil && from.st == runnable && r.spinning(from)
 		for _, g := range ready {
-			if h := r.holders[g.pending]; g.locking && h != nil && h != g {
+			if h := r.holders[g.pending]; g.locking && h != nil && h != g || g.gate != 0 {
 				c.Waiting |= 1 << g.id
 			}
 		}

@@ -1,6 +1,7 @@
 package sched_test
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -336,5 +337,49 @@ func TestUnguardedStore(t *testing.T) {
 	}
 	if got != 1 {
 		t.Errorf("%d steps marked Unguarded of %v, want 1: the tagged store outside the lock", got, marks)
+	}
+}
+
+// A goroutine at AwaitClose is Waiting at every choice until the gate's
+// Close, however many unlocks of the other goroutine wake it meanwhile,
+// and not after: an exhaustive search need not try it at the gate, and
+// must try it once the gate is open.
+func TestAwaitCloseIsWaitingUntilClose(t *testing.T) {
+	var mu sync.Mutex
+	var n int64
+	gate := make(chan struct{})
+	rep := sched.Run(sched.Options{Strategy: sched.Serial(), Choices: true, Schedule: []int{1, 1}}, func() {
+		for range 5 {
+			n = sched.W(n + 1) // a store outside a lock: a step of unknown object
+			sched.Hook.M(&mu).Lock()
+			n = sched.W(n + 1)
+			sched.Hook.M(&mu).Unlock() // wakes every blocked goroutine
+		}
+		sched.Close(gate)
+		for range 3 {
+			sched.Hook.M(&mu).Lock()
+			sched.Hook.M(&mu).Unlock()
+		}
+	}, func() {
+		sched.AwaitClose(gate)
+		sched.Hook.M(&mu).Lock()
+		sched.Hook.M(&mu).Unlock()
+	})
+	if rep.Free || rep.Diverged {
+		t.Fatalf("%v", rep)
+	}
+	// The choices, past goroutine 2's two steps to the gate, at which it
+	// could have run while goroutine 1 did: W for Waiting, R for not.
+	var seen strings.Builder
+	for i, c := range rep.Choices[2:] {
+		if rep.Options.Schedule[i+2] == 1 {
+			break
+		}
+		if c.Ready&2 != 0 {
+			seen.WriteByte("RW"[min(c.Waiting&2, 1)])
+		}
+	}
+	if ok, _ := regexp.MatchString(`^W{5,}R{3,}$`, seen.String()); !ok {
+		t.Errorf("goroutine 2 at the choices where it was ready before it ran: %s, want at least five Waiting (W), at the unlocks before the gate opened, then at least three not (R)", seen.String())
 	}
 }

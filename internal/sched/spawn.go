@@ -83,6 +83,38 @@ func Close[T any](ch chan<- T) {
 	}
 }
 
+// AwaitClose receives from ch, which only Close closes and nothing sends
+// on: a gate that goroutines under control wait at until another opens
+// it. Until then a search need not choose them (Choice.Waiting): each
+// would only find the gate shut. Woken by any other goroutine's unlock or
+// channel operation, as every blocked goroutine is, they would otherwise
+// be a choice at each such step, and a search would try them there,
+// schedules that differ in nothing.
+func AwaitClose[T any](ch chan T) {
+	r := active.Load()
+	if r == nil || r.free.Load() {
+		<-ch
+		return
+	}
+	g := r.self()
+	if g == nil {
+		<-ch
+		return
+	}
+	select {
+	case <-ch: // open already: no gate to wait at, and the same steps
+	default:
+		obj := reflect.ValueOf(ch).Pointer()
+		r.mu.Lock()
+		g.gate = obj
+		r.mu.Unlock()
+	}
+	Recv(ch)
+	r.mu.Lock()
+	g.gate = 0 // Close clears it too; a run that fell back to free running may not
+	r.mu.Unlock()
+}
+
 // Once is the rewrite of a sync.Once's Do: o.Do(f) becomes
 // yield.Hook.O(&o).Do(f). In a controlled run, a Do while another goroutine
 // under control is inside Do of the same Once passes the baton until that
