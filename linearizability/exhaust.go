@@ -239,7 +239,10 @@ func (b branch) prefix() []int {
 // steps late: a preemption more, which the bound may cut off. So a
 // goroutine's step at a state stands for all it does from there until it
 // blocks, as far as this run shows it (its footprint): asleep, it stays
-// so only while the steps taken commute with every one of them.
+// so only while the steps taken commute with every one of them. A Lock of
+// a mutex another goroutine holds at that state (sched.Choice.Locks and
+// Unlocked tell which) ends the footprint there: run on without a switch,
+// the goroutine would wait at it.
 //
 // A step inside a critical section (local) commutes with every step, since
 // memory a mutex guards is touched only under it in code free of data
@@ -296,12 +299,56 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 		// not known.
 		return unknownAt <= j+1 && touchedAt[choices[j].Obj] <= j+1
 	}
+	// nextOf[i] is the next step after i of the goroutine that took step
+	// i, or n if none; firstAt[g] the next step of g at or after the
+	// current one, kept by the loop below.
+	sc.nextOf = slices.Grow(sc.nextOf[:0], n)[:n]
+	nextOf := sc.nextOf
+	sc.firstAt = slices.Grow(sc.firstAt[:0], gs)[:gs]
+	firstAt := sc.firstAt
+	for g := range firstAt {
+		firstAt[g] = n
+	}
+	for i := n - 1; i >= 0; i-- {
+		nextOf[i] = firstAt[order[i]]
+		firstAt[order[i]] = i
+	}
+	// holders[obj] is the goroutine that holds the mutex at obj before
+	// the current step, as the steps' Locks and Unlocked show; the loop
+	// below keeps it.
+	holders := sc.holders
+	clear(holders)
+	// footprintAt is g's footprint at state i, cut at the first Lock of
+	// a mutex another goroutine holds there: run from state i without a
+	// switch, g would wait at that Lock, and do nothing more until the
+	// holder, which cannot run meanwhile, unlocks it. A goroutine on its
+	// way to a critical section another is inside then stays asleep while
+	// that one takes the steps of its own critical section, inner locks
+	// included, which its later steps in this run do touch.
+	footprintAt := func(i, g int) footprint {
+		f := nextObj[i*gs+g]
+		if len(holders) == 0 || !f.steps {
+			return f
+		}
+		var cut footprint
+		for k := firstAt[g]; k < n; k = nextOf[k] {
+			c := &choices[k]
+			cut = cut.add(c.Obj)
+			if c.Blocked || cut.unknown {
+				return f // it waits here anyway, or touches what is not known
+			}
+			if h, ok := holders[c.Obj]; c.Locks && ok && h != g {
+				return cut
+			}
+		}
+		return f
+	}
 	// wake removes from z the goroutines whose step at state i does not
 	// commute with obj.
 	wake := func(z uint64, i int, obj uintptr) uint64 {
 		for rest := z; rest != 0; rest &= rest - 1 {
 			g := bits.TrailingZeros64(rest)
-			if g >= gs || !nextObj[i*gs+g].commutes(obj, racy) {
+			if g >= gs || !footprintAt(i, g).commutes(obj, racy) {
 				z &^= 1 << g
 			}
 		}
@@ -344,6 +391,13 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 			cost++
 		}
 		last[order[i]] = i + 1
+		firstAt[order[i]] = nextOf[i]
+		if ch.Locks && !ch.Blocked && ch.Obj > localStep { // a step that also touched another object has none
+			holders[ch.Obj] = order[i]
+		}
+		if ch.Unlocked != 0 {
+			delete(holders, ch.Unlocked)
+		}
 		if !ch.Blocked {
 			if ch.Obj == 0 {
 				unknownAt = i + 1
@@ -361,9 +415,14 @@ type branchScratch struct {
 	nextObj   []footprint
 	last      []int
 	touchedAt map[uintptr]int
+	nextOf    []int
+	firstAt   []int
+	holders   map[uintptr]int
 }
 
-var scratchPool = sync.Pool{New: func() any { return &branchScratch{touchedAt: map[uintptr]int{}} }}
+var scratchPool = sync.Pool{New: func() any {
+	return &branchScratch{touchedAt: map[uintptr]int{}, holders: map[uintptr]int{}}
+}}
 
 // A footprint is what a goroutine's steps from some state on touch, as far
 // as a run shows them: whether one touched what is not known, and a

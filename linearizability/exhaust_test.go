@@ -382,3 +382,58 @@ func TestExhaustDoesNotBranchBeforeTheGoroutines(t *testing.T) {
 	}
 	t.Logf("%d schedules", few)
 }
+
+// nestedBucket takes a token under its mutex, and inside that critical
+// section locks an inner mutex of its own inner times, as a budget built
+// on a counter type with a lock of its own does.
+type nestedBucket struct {
+	mu    sync.Mutex
+	inner sync.Mutex
+	n     int64
+	times int
+}
+
+func (b *nestedBucket) Request() {}
+func (b *nestedBucket) Retry(k budget.Kind) bool {
+	if !k.IsRetry() {
+		return false
+	}
+	sched.Hook.M(&b.mu).Lock()
+	defer sched.Hook.M(&b.mu).Unlock()
+	for range b.times {
+		sched.Hook.M(&b.inner).Lock()
+		sched.P(b.n)
+		sched.Hook.M(&b.inner).Unlock()
+	}
+	if b.n <= 0 {
+		return false
+	}
+	b.n--
+	return true
+}
+func (b *nestedBucket) Success(budget.Kind) {}
+
+// A goroutine on its way to a critical section that another is inside
+// would wait at its Lock: the steps of the other's critical section,
+// inner locks included, need not be tried before and after its steps on
+// the way, though its later steps, in the section, take the same inner
+// lock. Critical sections of six inner locks give as many schedules as
+// those of one.
+func TestExhaustTakesInnerLocksToCommuteWithAWaitingGoroutine(t *testing.T) {
+	ops := [][]model.Op{
+		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
+		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
+	}
+	schedules := func(times int) int {
+		rep, v := exhaustTokens(t, func() budget.Budget { return &nestedBucket{n: 1, times: times} }, ops, 2)
+		if v != 0 || !rep.Complete {
+			t.Fatalf("%d inner locks: %+v, %d violations; want every schedule run, none violating", times, rep, v)
+		}
+		return rep.Schedules
+	}
+	one, six := schedules(1), schedules(6)
+	if six > one {
+		t.Errorf("%d schedules for critical sections of six inner locks, %d for those of one: want no more", six, one)
+	}
+	t.Logf("%d and %d schedules", one, six)
+}

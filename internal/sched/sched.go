@@ -303,6 +303,13 @@ type Site []uintptr
 // but was passed over as spinning: the scheduler's choice there is forced
 // by fairness, and a search that chooses otherwise preempts.
 //
+// Locks is set when the step taken tries to Lock the mutex Obj (an
+// exclusive lock: a Mutex's, an RWMutex's Lock); it holds the mutex after
+// the step unless the step Blocked, or unlocked it again (Unlocked). Unlocked
+// is the mutex the step unlocked, if it unlocked one; with Locks, a search
+// can tell which mutexes are held at each step, and that a goroutine that
+// would Lock one held by another would wait there.
+//
 // Waiting holds the goroutines of Ready whose step there would be a Lock
 // of a mutex another goroutine holds, or a receive, in AwaitClose, from a
 // channel Close has not closed yet: chosen, each would only find it so
@@ -324,6 +331,8 @@ type Choice struct {
 	// it.
 	Unguarded bool
 	Between   bool
+	Locks     bool
+	Unlocked  uintptr
 }
 
 // String describes the run in a line, with the options to replay it.
@@ -675,10 +684,14 @@ func (r *run) markBlocked(g *gor) {
 // unlocked records, with Options.Choices, that the mutex at obj was
 // unlocked.
 func (r *run) unlocked(obj uintptr) {
+	self := r.self()
 	r.mu.Lock()
 	if h := r.holders[obj]; h != nil {
 		h.locks--
 		delete(r.holders, obj)
+	}
+	if r.opt.Choices && self != nil && self.last > 0 && self.last <= len(r.choices) {
+		r.choices[self.last-1].Unlocked = obj
 	}
 	r.mu.Unlock()
 }
@@ -993,7 +1006,7 @@ func (r *run) pickLocked(from *gor) *gor {
 				c.Waiting |= 1 << g.id
 			}
 		}
-		c.Obj, c.Unguarded = next.pending, next.store
+		c.Obj, c.Unguarded, c.Locks = next.pending, next.store, next.locking
 		next.pending, next.locking, next.store = 0, false, false
 		r.choices = append(r.choices, c)
 	}
