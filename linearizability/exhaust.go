@@ -89,6 +89,10 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 	// the schedules they would add, while a run that shows a store
 	// outside any lock has them ordered every way (see branches).
 	base.Strategy, base.Choices, base.Fine = sched.Serial(), true, true
+	// The operations before the goroutines run while the others wait for
+	// the budget (see record): no choice there but the first goroutine's,
+	// so no step either, unless the budget started goroutines of its own.
+	base.Alone = true
 	if base.SpinLimit == 0 {
 		// A budget's constructor or a call may read a hundred fields in a
 		// row; taken for a spin, it would hand the baton round for
@@ -261,6 +265,25 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 	}
 	sc := scratchPool.Get().(*branchScratch)
 	defer scratchPool.Put(sc)
+	// ids[i] names step i's object by its order of first appearance in the
+	// run, not its address: the footprints' filter then gives the same
+	// answers in every run of the same schedule, wherever the objects were
+	// allocated (see objBit).
+	sc.ids = slices.Grow(sc.ids[:0], len(choices))[:len(choices)]
+	ids := sc.ids
+	clear(sc.idOf)
+	for i := range choices {
+		o := choices[i].Obj
+		if o > localStep {
+			id, ok := sc.idOf[o]
+			if !ok {
+				id = uintptr(len(sc.idOf)) + localStep + 1
+				sc.idOf[o] = id
+			}
+			o = id
+		}
+		ids[i] = o
+	}
 	sc.nextObj = slices.Grow(sc.nextObj[:0], (n+1)*gs)[:(n+1)*gs]
 	nextObj := sc.nextObj
 	clear(nextObj[n*gs:])
@@ -270,7 +293,7 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 		if choices[i].Blocked {
 			*f = footprint{} // it waits after this step: a switch that costs nothing
 		}
-		*f = f.add(choices[i].Obj)
+		*f = f.add(ids[i])
 	}
 	// last[g] is 1 + the last step before the current one at which g ran;
 	// 0 if none. The loop below keeps it as it goes.
@@ -333,7 +356,7 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 		var cut footprint
 		for k := firstAt[g]; k < n; k = nextOf[k] {
 			c := &choices[k]
-			cut = cut.add(c.Obj)
+			cut = cut.add(ids[k])
 			if c.Blocked || cut.unknown {
 				return f // it waits here anyway, or touches what is not known
 			}
@@ -385,7 +408,7 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 			z |= pushed
 		}
 		if i >= prefix-1 {
-			z = wake(z&^(1<<order[i]), i, ch.Obj)
+			z = wake(z&^(1<<order[i]), i, ids[i])
 		}
 		if preempts(order[i]) {
 			cost++
@@ -418,10 +441,12 @@ type branchScratch struct {
 	nextOf    []int
 	firstAt   []int
 	holders   map[uintptr]int
+	ids       []uintptr
+	idOf      map[uintptr]uintptr
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &branchScratch{touchedAt: map[uintptr]int{}, holders: map[uintptr]int{}}
+	return &branchScratch{touchedAt: map[uintptr]int{}, holders: map[uintptr]int{}, idOf: map[uintptr]uintptr{}}
 }}
 
 // A footprint is what a goroutine's steps from some state on touch, as far
@@ -462,7 +487,9 @@ func (f footprint) commutes(obj uintptr, racy bool) bool {
 	return !f.unknown && f.objs&objBit(obj) == 0
 }
 
-// objBit returns obj's bit in a footprint.
+// objBit returns obj's bit in a footprint: obj is a step's object as
+// branches names it, by order of first appearance (localStep + 1 on), so
+// that the first 62 objects of a run never share a bit.
 func objBit(obj uintptr) uint64 {
-	return 1 << ((uint64(obj) * 0x9e3779b97f4a7c15) >> 58)
+	return 1 << (obj % 64)
 }

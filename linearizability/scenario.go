@@ -331,7 +331,7 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h model.His
 							defer func() { cleanup = closeBudget }()
 							// A panic here is the budget's, as in a
 							// goroutine's operations, and the run goes on.
-							beforeErr = harness.Catch("the operations before the goroutines of the recorded run", before)
+							beforeErr = harness.Catch("the operations before the goroutines of the recorded run", func() { sched.Hook.Alone(before) })
 						}
 					}()
 				}

@@ -124,6 +124,13 @@ type Options struct {
 	// reaching a yield point, and how long every goroutine may stay
 	// blocked, before the run falls back to free running. Zero is 2 s.
 	Stall time.Duration `json:"-"`
+	// Alone, if set, makes the yield points of a goroutine inside
+	// Hook.Alone no steps while no other goroutine could be chosen there:
+	// every other one has returned or waits at a gate (AwaitClose). The
+	// run then records nothing for them, and the goroutine goes on: a
+	// search replays such a stretch (the operations that bring a budget
+	// to an edge, before the concurrent part) at the cost of plain calls.
+	Alone bool `json:"alone,omitempty"`
 }
 
 // DefaultMaxSteps is the step bound of a run whose Options.MaxSteps is
@@ -140,6 +147,9 @@ func (o Options) String() string {
 	}
 	if o.MaxSteps > 0 {
 		fmt.Fprintf(&b, ",maxsteps=%d", o.MaxSteps)
+	}
+	if o.Alone {
+		b.WriteString(",alone=1")
 	}
 	if len(o.Schedule) > 0 {
 		b.WriteString(",schedule=")
@@ -211,6 +221,11 @@ func ParseOptions(s string) (Options, error) {
 				return bad("maxsteps %q is not a count", v)
 			}
 			o.MaxSteps = n
+		case "alone":
+			if v != "1" {
+				return bad("alone %q is not 1", v)
+			}
+			o.Alone = true
 		case "schedule":
 			for _, run := range strings.Split(v, "/") {
 				g, c, ok := strings.Cut(run, "*")
@@ -414,6 +429,11 @@ type run struct {
 	// maxSteps is Options.MaxSteps, or its default; spinLimit
 	// Options.SpinLimit, or spinLimit.
 	maxSteps, spinLimit int
+	// alone is the goroutine inside Hook.Alone, with Options.Alone, and
+	// aloneSteps counts the yield points it passed that were no steps
+	// (see aloneLocked); under mu.
+	alone      *gor
+	aloneSteps int
 
 	mu  sync.Mutex
 	rng *rand.Rand
@@ -629,7 +649,34 @@ func (r *run) yield(g *gor) {
 	r.ticks.Add(1)
 	r.mu.Lock()
 	r.blockedAt = time.Time{}
+	if r.alone == g && r.aloneLocked(g) {
+		r.mu.Unlock()
+		return
+	}
 	r.handOff(g)
+}
+
+// aloneLocked reports whether g, inside Hook.Alone, passes its yield point
+// without a step: no other goroutine could be chosen there (each has
+// returned or waits at a gate), and the step bound is not reached, for
+// yield points passed so count towards it. The step g took before the
+// stretch is taken to touch what is not known. Called with r.mu held.
+func (r *run) aloneLocked(g *gor) bool {
+	if r.free.Load() || len(r.schedule)+r.aloneSteps >= r.maxSteps {
+		return false
+	}
+	for _, o := range r.gs {
+		if o != g && o.st != done && o.gate == 0 {
+			return false
+		}
+	}
+	r.aloneSteps++
+	g.mark, g.cell = markNone, nil
+	if r.opt.Choices {
+		g.pending, g.locking, g.store = 0, false, false
+		g.opaque, g.touched = true, 0
+	}
+	return true
 }
 
 // acquireAs is a blocking operation of g, the goroutine under control
@@ -916,7 +963,7 @@ func (r *run) pickLocked(from *gor) *gor {
 		r.settle(from)
 	}
 	step := len(r.schedule)
-	if step >= r.maxSteps {
+	if step+r.aloneSteps >= r.maxSteps {
 		r.exhausted = true
 		where := ""
 		if from != nil {

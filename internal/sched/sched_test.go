@@ -383,3 +383,74 @@ func TestAwaitCloseIsWaitingUntilClose(t *testing.T) {
 		t.Errorf("goroutine 2 at the choices where it was ready before it ran: %s, want at least five Waiting (W), at the unlocks before the gate opened, then at least three not (R)", seen.String())
 	}
 }
+
+// With Options.Alone, a goroutine inside Hook.Alone while the others wait
+// at a gate takes no steps: the schedule holds none of its yield points
+// there. Without the option, or once it starts a goroutine of its own,
+// they are steps.
+func TestAloneTakesNoSteps(t *testing.T) {
+	run := func(alone, spawn bool) sched.Report {
+		var mu sync.Mutex
+		var n int64
+		gate := make(chan struct{})
+		return sched.Run(sched.Options{Strategy: sched.Serial(), Choices: true, Alone: alone, Schedule: []int{1, 1}}, func() {
+			sched.Hook.Alone(func() {
+				if spawn {
+					sched.Hook.Go(func() {
+						sched.Hook.M(&mu).Lock()
+						sched.Hook.M(&mu).Unlock()
+					})
+				}
+				for range 10 {
+					sched.Hook.M(&mu).Lock()
+					n = sched.W(n + 1)
+					sched.Hook.M(&mu).Unlock()
+				}
+			})
+			sched.Close(gate)
+		}, func() {
+			sched.AwaitClose(gate)
+		})
+	}
+	plain, alone, spawned := run(false, false), run(true, false), run(true, true)
+	for _, r := range []sched.Report{plain, alone, spawned} {
+		if r.Free || r.Diverged {
+			t.Fatalf("%v", r)
+		}
+	}
+	if len(plain.Options.Schedule) < 20 {
+		t.Fatalf("%d steps without Alone, want at least 20: the test shows nothing", len(plain.Options.Schedule))
+	}
+	if len(alone.Options.Schedule) > 8 {
+		t.Errorf("%d steps with Alone, want a few (the gate's, the close's, the returns): %v", len(alone.Options.Schedule), alone)
+	}
+	if len(spawned.Options.Schedule) < 20 {
+		t.Errorf("%d steps with Alone after a goroutine was started, want every yield point a step", len(spawned.Options.Schedule))
+	}
+	if !strings.Contains(alone.Options.String(), "alone=1") {
+		t.Errorf("the options %q do not say alone: a replay would not follow the schedule", alone.Options)
+	}
+	if o, err := sched.ParseOptions(alone.Options.String()); err != nil || !o.Alone {
+		t.Errorf("ParseOptions(%q) = %+v, %v; want Alone", alone.Options, o, err)
+	}
+}
+
+// The yield points Alone passes count towards the step bound: a
+// goroutine that spins alone reaches it, and the run falls back.
+func TestAloneKeepsTheStepBound(t *testing.T) {
+	var flag atomic.Bool
+	gate := make(chan struct{})
+	rep := sched.Run(sched.Options{Strategy: sched.Serial(), Alone: true, MaxSteps: 500, Schedule: []int{1, 1}}, func() {
+		sched.Hook.Alone(func() {
+			for i := 0; i < 10_000 && !sched.P(&flag).Load(); i++ { // nobody sets it meanwhile
+			}
+		})
+		sched.Close(gate)
+	}, func() {
+		sched.AwaitClose(gate)
+		flag.Store(true)
+	})
+	if !rep.Exhausted {
+		t.Errorf("%v: want the step bound reached", rep)
+	}
+}

@@ -115,6 +115,34 @@ func AwaitClose[T any](ch chan T) {
 	r.mu.Unlock()
 }
 
+// Alone runs f on the calling goroutine, a goroutine under control in a
+// run with Options.Alone: while no other goroutine could be chosen (each
+// has returned or waits at a gate, see AwaitClose), f's yield points are
+// no steps, and the run records nothing for them. Once another could (f
+// started one), they are steps again. Elsewhere Alone is f().
+func (hooks) Alone(f func()) {
+	r := active.Load()
+	if r == nil || !r.opt.Alone || r.free.Load() {
+		f()
+		return
+	}
+	g := r.self()
+	if g == nil {
+		f()
+		return
+	}
+	r.mu.Lock()
+	prev := r.alone
+	r.alone = g
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.alone = prev
+		r.mu.Unlock()
+	}()
+	f()
+}
+
 // Once is the rewrite of a sync.Once's Do: o.Do(f) becomes
 // yield.Hook.O(&o).Do(f). In a controlled run, a Do while another goroutine
 // under control is inside Do of the same Once passes the baton until that
