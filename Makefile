@@ -65,12 +65,15 @@ fuzz-mutants:
 	scripts/fuzz-mutants.sh $(MUTANTTIME)
 
 # One run, both CPU counts, so ratios compare numbers from the same binary;
-# and the exhaustive stage's schedules a second (BenchmarkExhaust, on the
-# rewritten TokenBucket).
+# the exhaustive stage's schedules a second (BenchmarkExhaust, on the
+# rewritten TokenBucket); and a whole budgettest.Run of each reference
+# budget, without and with the controlled stages (BenchmarkRun, one run
+# each: a run takes seconds).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1,2 ./budget
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) ./linearizability
 	$(GO) run ./cmd/budgetcheck -run '^$$' -bench Exhaust -benchtime $(BENCHTIME) ./linearizability -instrument ./budget
+	$(GO) test -run '^$$' -bench Run -benchtime 1x ./budgettest
 	cd awsbudget && $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1,2 ./...
 
 # What budgetcheck's rewrite costs: the retry/success loop of the plain
