@@ -102,7 +102,10 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 	}
 	// The goroutines but the first wait for the budget to be built (see
 	// record): each takes its first step, to the wait, and waits, before
-	// the first builds it; no schedule branches before that.
+	// the first builds it and makes the operations before; no schedule
+	// branches before they may go. The budget's own goroutines run with
+	// the first meanwhile, in the serial order: the operations before
+	// only bring the budget to the edge the scenario explores.
 	var start []int
 	busy := 0
 	for _, l := range s.Goroutines {
@@ -175,7 +178,15 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 			stacks = [][]branch{{{base: start, n: len(start), g: -1}}}
 			continue
 		}
-		for _, nb := range branches(r.Options.Schedule, r.Choices, b.len(), b.sleep, bound, inCalls, rep.Unguarded) {
+		prefix := b.len()
+		if b.g < 0 && b.n == len(start) {
+			// The first run: no branch before the others may go (see
+			// record), though goroutines the budget started (a refill
+			// loop, an actor) ran with the first while it built the budget
+			// and made the operations before.
+			prefix = max(prefix, r.Opened)
+		}
+		for _, nb := range branches(r.Options.Schedule, r.Choices, prefix, b.sleep, bound, inCalls, rep.Unguarded) {
 			nb.dev = b.dev + 1
 			for len(stacks) <= nb.dev {
 				stacks = append(stacks, nil)
@@ -300,27 +311,35 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 	sc.last = slices.Grow(sc.last[:0], gs)[:gs]
 	last := sc.last
 	clear(last)
-	// touchedAt[obj] is 1 + the last step before the current one that
-	// touched obj and did not block; unknownAt the same for a step whose
-	// object is not known. The loop below keeps them as it goes.
-	touchedAt := sc.touchedAt
-	clear(touchedAt)
+	// releasedAt[obj] is 1 + the last step before the current one that
+	// released obj (sched.Choice.Releases), unknownAt the same for a
+	// release whose object is not known. The loop below keeps them as it
+	// goes.
+	releasedAt := sc.touchedAt
+	clear(releasedAt)
 	unknownAt := 0
 	// futile reports whether g, run at step i, would only find again that
 	// its operation cannot go on: it did at the last step it ran, and no
-	// step since touched what it waits for (a blocked goroutine is made
-	// runnable by any unlock or channel operation, to try again).
+	// step since released what it waits for (only a release wakes a
+	// blocked goroutine, to try again).
 	futile := func(i, g int) bool {
 		j := -1
 		if g < gs {
 			j = last[g] - 1
 		}
-		if j < 0 || !choices[j].Blocked || choices[j].Obj == 0 || choices[j].Obj == 1 {
+		if j < 0 || !choices[j].Blocked || unknownAt > j+1 {
 			return false
 		}
-		// Steps j+1 through i-1: none touched the object, nor anything
-		// not known.
-		return unknownAt <= j+1 && touchedAt[choices[j].Obj] <= j+1
+		if w := choices[j].Waits; w != nil { // a select of several channels
+			for _, o := range w {
+				if releasedAt[o] > j+1 {
+					return false
+				}
+			}
+			return true
+		}
+		o := choices[j].Obj
+		return o > localStep && releasedAt[o] <= j+1
 	}
 	// nextOf[i] is the next step after i of the goroutine that took step
 	// i, or n if none; firstAt[g] the next step of g at or after the
@@ -421,11 +440,11 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 		if ch.Unlocked != 0 {
 			delete(holders, ch.Unlocked)
 		}
-		if !ch.Blocked {
-			if ch.Obj == 0 {
+		if ch.Releases {
+			if ch.Released == 0 {
 				unknownAt = i + 1
 			} else {
-				touchedAt[ch.Obj] = i + 1
+				releasedAt[ch.Released] = i + 1
 			}
 		}
 	}

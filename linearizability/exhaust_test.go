@@ -458,3 +458,114 @@ func TestExhaustIsTheSameEveryTime(t *testing.T) {
 		t.Errorf("schedules in 20 searches of one scenario (count: searches): %v; want one count", counts)
 	}
 }
+
+// actorBucket keeps its tokens in a goroutine of its own, which serves
+// every call on an unbuffered channel: correct.
+type actorBucket struct {
+	req  chan chan bool // nil: a Request
+	stop chan struct{}
+}
+
+func newActorBucket(n int64) *actorBucket {
+	b := &actorBucket{req: make(chan chan bool), stop: make(chan struct{})}
+	sched.Hook.Go(func() {
+		for {
+			r := sched.R(b.req)
+			if sched.Hook.Select(false, r, sched.R(b.stop)) != 0 {
+				return
+			}
+			if r.V == nil {
+				continue // a request: counted nowhere
+			}
+			ok := n > 0
+			if ok {
+				n--
+			}
+			sched.Send(r.V, ok)
+		}
+	})
+	return b
+}
+
+func (b *actorBucket) Request() { sched.Send(b.req, nil) }
+func (b *actorBucket) Retry(k budget.Kind) bool {
+	if !k.IsRetry() {
+		return false
+	}
+	reply := make(chan bool)
+	sched.Send(b.req, reply)
+	return sched.Recv(reply)
+}
+func (b *actorBucket) Success(budget.Kind) {}
+func (b *actorBucket) Close() error        { sched.Close(b.stop); return nil }
+
+// The budget's own goroutine runs with the first one while it makes the
+// operations before the goroutines, and the search does not branch there:
+// those operations only bring the budget to the edge the scenario
+// explores. Every schedule begins as the first does, up to the step at
+// which the others may go.
+func TestExhaustDoesNotBranchAmongTheOperationsBefore(t *testing.T) {
+	s := Scenario{Before: slices.Repeat([]model.Op{model.OpRequest}, 6),
+		Goroutines: [][]model.Op{{model.OpRetry(model.Transient)}, {model.OpRetry(model.Throttled)}}}
+	var first []int
+	opened, differ := 0, 0
+	rep, err := exhaust(context.Background(), s, func(budget.Clock) budget.Budget { return newActorBucket(1) }, 2, 5000, false,
+		func(h model.History, r sched.Report) bool {
+			if res := Check[int64](tokens{1}, h, 0); res.Verdict != Linearizable {
+				t.Fatalf("a correct budget: %v", res.Explain())
+			}
+			if first == nil {
+				first, opened = r.Options.Schedule, r.Opened
+			} else if !slices.Equal(r.Options.Schedule[:opened], first[:opened]) {
+				differ++
+			}
+			return false
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Complete || opened < 20 {
+		t.Fatalf("%+v, the others free from step %d: want every schedule run, after many steps of the six operations before", rep, opened)
+	}
+	if differ > 0 {
+		t.Errorf("%d of %d schedules differ from the first before step %d, where the others may go", differ, rep.Schedules, opened)
+	}
+	t.Logf("%d schedules, the others free from step %d", rep.Schedules, opened)
+}
+
+// watchedBucket is mutexBucket with a goroutine of its own that waits in a
+// select of two channels nothing sends on until Close, as a budget's
+// janitor or refill loop waits for its tick or its stop.
+type watchedBucket struct {
+	mutexBucket
+	tick, stop chan struct{}
+}
+
+func newWatchedBucket(n int64) *watchedBucket {
+	b := &watchedBucket{mutexBucket: mutexBucket{n: n}, tick: make(chan struct{}), stop: make(chan struct{})}
+	sched.Hook.Go(func() {
+		for sched.Hook.Select(false, sched.R(b.tick), sched.R(b.stop)) == 0 {
+		}
+	})
+	return b
+}
+
+func (b *watchedBucket) Close() error { sched.Close(b.stop); return nil }
+
+// A goroutine blocked in a select is no choice until a step releases one
+// of its channels: woken by every unlock of the others, it would only
+// block again. The idle goroutine adds no schedule.
+func TestExhaustLeavesAnIdleSelectAlone(t *testing.T) {
+	ops := [][]model.Op{
+		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
+		{model.OpRetry(model.Transient), model.OpRetry(model.Transient)},
+	}
+	plain, _ := exhaustTokens(t, func() budget.Budget { return &mutexBucket{n: 1} }, ops, 2)
+	watched, v := exhaustTokens(t, func() budget.Budget { return newWatchedBucket(1) }, ops, 2)
+	if v != 0 || !watched.Complete {
+		t.Fatalf("%+v, %d violations: want every schedule run, none violating", watched, v)
+	}
+	if watched.Schedules != plain.Schedules {
+		t.Errorf("%d schedules with an idle goroutine in a select, %d without: want as many", watched.Schedules, plain.Schedules)
+	}
+}

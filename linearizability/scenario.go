@@ -331,7 +331,14 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h model.His
 							defer func() { cleanup = closeBudget }()
 							// A panic here is the budget's, as in a
 							// goroutine's operations, and the run goes on.
-							beforeErr = harness.Catch("the operations before the goroutines of the recorded run", func() { sched.Hook.Alone(before) })
+							// The budget's own goroutines run until they
+							// idle, before and after the operations
+							// before (see sched.Hook.Settle).
+							beforeErr = harness.Catch("the operations before the goroutines of the recorded run", func() {
+								sched.Hook.Settle()
+								sched.Hook.Alone(before)
+								sched.Hook.Settle()
+							})
 						}
 					}()
 				}

@@ -271,6 +271,10 @@ type Report struct {
 	// Choices, kept when Options.Choices is set, holds a Choice for every
 	// step of the schedule.
 	Choices []Choice `json:"-"`
+	// Opened is how many steps the schedule held when a gate (see
+	// AwaitClose) first opened: the goroutines waiting at it could be
+	// chosen from that step on. Zero if none opened.
+	Opened int `json:"-"`
 	// Trace, kept when Options.Trace is set, holds a Step for every step
 	// of the schedule.
 	Trace []Step `json:"-"`
@@ -348,6 +352,15 @@ type Choice struct {
 	Between   bool
 	Locks     bool
 	Unlocked  uintptr
+	// Releases is set when the step ended with an operation that may let
+	// a blocked goroutine go on (an unlock, a channel operation that
+	// completed, a close): Released is its object, zero if not known.
+	// Only such a step wakes a blocked goroutine. Waits holds, for a
+	// step that Blocked in a select of several cases, the channels it
+	// waits on (its Obj is zero: it read them all).
+	Releases bool
+	Released uintptr
+	Waits    []uintptr
 }
 
 // String describes the run in a line, with the options to replay it.
@@ -398,8 +411,11 @@ type gor struct {
 	store   bool    // the step g waits to take is an unguarded store (see Choice.Unguarded)
 	touched uintptr // an object the current step touched besides its own: a mutex it unlocked, a channel it closed
 	gate    uintptr // a channel g waits to see closed by Close (see AwaitClose); under r.mu
-	locks   int     // the mutexes g holds, locked exclusively under control (see Options.Fine)
-	opaque  bool    // the current step touched touched, or something unknown when touched is zero
+	// settling: g, in Hook.Settle, gives way to the others that can run;
+	// under r.mu.
+	settling bool
+	locks    int  // the mutexes g holds, locked exclusively under control (see Options.Fine)
+	opaque   bool // the current step touched touched, or something unknown when touched is zero
 
 	// With Options.Trace: where g last stopped. With Options.Trace or
 	// Options.Choices: its tag (see Tag).
@@ -452,6 +468,7 @@ type run struct {
 	diverged  bool
 	reason    string
 	exhausted bool      // the fallback was for the step bound
+	opened    int       // see Report.Opened
 	blockedAt time.Time // when every goroutine was last seen blocked
 	// epoch counts the steps that made progress (see spin.go).
 	epoch uint64
@@ -616,7 +633,7 @@ func (r *run) report() Report {
 	for i, g := range r.schedule {
 		o.Schedule[i] = int(g)
 	}
-	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Exhausted: r.exhausted, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted), Choices: r.choices, Trace: r.trace}
+	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Exhausted: r.exhausted, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted), Choices: r.choices, Trace: r.trace, Opened: r.opened}
 }
 
 // self returns the calling goroutine if it is the one under control that
@@ -658,7 +675,8 @@ func (r *run) yield(g *gor) {
 
 // aloneLocked reports whether g, inside Hook.Alone, passes its yield point
 // without a step: no other goroutine could be chosen there (each has
-// returned or waits at a gate), and the step bound is not reached, for
+// returned, is blocked, or waits at a gate), and the step bound is not
+// reached, for
 // yield points passed so count towards it. The step g took before the
 // stretch is taken to touch what is not known. Called with r.mu held.
 func (r *run) aloneLocked(g *gor) bool {
@@ -666,7 +684,7 @@ func (r *run) aloneLocked(g *gor) bool {
 		return false
 	}
 	for _, o := range r.gs {
-		if o != g && o.st != done && o.gate == 0 {
+		if o != g && o.st == runnable && o.gate == 0 {
 			return false
 		}
 	}
@@ -761,12 +779,19 @@ func (r *run) releasedObj(obj uintptr) {
 		return
 	}
 	r.mu.Lock()
+	if r.opt.Choices && self != nil && self.last > 0 && self.last <= len(r.choices) {
+		c := &r.choices[self.last-1]
+		c.Releases, c.Released = true, obj
+	}
 	for _, g := range r.gs {
 		if g.st == blocked {
 			g.st = runnable
 		}
 		if g.gate == obj {
 			g.gate = 0
+			if r.opened == 0 {
+				r.opened = len(r.schedule)
+			}
 		}
 	}
 	r.mu.Unlock()
@@ -1010,6 +1035,12 @@ func (r *run) pickLocked(from *gor) *gor {
 			r.diverged = true
 		}
 	}
+	if next == nil && from != nil && from.settling {
+		// Hook.Settle: another that can run and is not at a gate first.
+		if i := slices.IndexFunc(ready, func(g *gor) bool { return g != from && g.gate == 0 }); i >= 0 {
+			next = ready[i]
+		}
+	}
 	if next == nil {
 		next = r.choose(from, ready, step, fair)
 	}
@@ -1035,7 +1066,7 @@ func (r *run) pickLocked(from *gor) *gor {
 		}
 		from.touched = 0
 	}
-	held := from != nil && from.st == runnable && !r.spinning(from)
+	held := from != nil && from.st == runnable && !r.spinning(from) && !from.settling
 	if held && from != next {
 		r.preempted = append(r.preempted, step)
 	}

@@ -454,3 +454,38 @@ func TestAloneKeepsTheStepBound(t *testing.T) {
 		t.Errorf("%v: want the step bound reached", rep)
 	}
 }
+
+// Settle lets the goroutines that can run go until they block, before the
+// caller goes on, and its switches are no preemptions; a goroutine at a
+// gate is left waiting. Without Options.Alone it does nothing.
+func TestSettleRunsTheOthersUntilTheyBlock(t *testing.T) {
+	run := func(alone bool) (sched.Report, []string) {
+		var mu sync.Mutex
+		var order []string
+		note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+		gate, idle := make(chan struct{}), make(chan struct{})
+		rep := sched.Run(sched.Options{Strategy: sched.Serial(), Choices: true, Alone: alone, Schedule: []int{1, 1}}, func() {
+			sched.Hook.Go(func() {
+				note("spawned")
+				sched.Recv(idle) // blocks until the end
+			})
+			sched.Hook.Settle()
+			note("settled")
+			sched.Close(gate)
+			sched.Close(idle)
+		}, func() {
+			sched.AwaitClose(gate)
+		})
+		return rep, order
+	}
+	rep, order := run(true)
+	if rep.Free || len(rep.Preemptions) > 0 {
+		t.Fatalf("%v: want a controlled run without preemptions", rep)
+	}
+	if !slices.Equal(order, []string{"spawned", "settled"}) {
+		t.Errorf("with Alone: %v, want the spawned goroutine first", order)
+	}
+	if _, order := run(false); !slices.Equal(order[:1], []string{"settled"}) {
+		t.Errorf("without Alone: %v, want the caller first (serial order)", order)
+	}
+}

@@ -143,6 +143,45 @@ func (hooks) Alone(f func()) {
 	f()
 }
 
+// Settle, in a run with Options.Alone, lets every other goroutine under
+// control that can run, and does not wait at a gate, run until it blocks
+// or returns, before the calling goroutine goes on; the switches it makes
+// are no preemptions. A harness calls it once a budget is built, and once
+// the operations that bring it to an edge are made: the budget's own
+// goroutines (a refill loop, an actor) then wait where they idle before
+// the concurrent part begins, and a search finds them blocked, not about
+// to take their first steps at every point. Elsewhere Settle does nothing.
+func (hooks) Settle() {
+	r := active.Load()
+	if r == nil || !r.opt.Alone || r.free.Load() {
+		return
+	}
+	g := r.self()
+	if g == nil {
+		return
+	}
+	for range settleRounds {
+		r.mu.Lock()
+		others := slices.ContainsFunc(r.gs, func(o *gor) bool {
+			return o != g && o.st == runnable && o.gate == 0 && !r.spinning(o)
+		})
+		g.settling = others
+		r.mu.Unlock()
+		if !others || r.free.Load() {
+			return
+		}
+		r.yield(g)
+	}
+	r.mu.Lock()
+	g.settling = false
+	r.mu.Unlock()
+}
+
+// settleRounds bounds the times Settle gives way: a goroutine of the
+// budget that never blocks (a polling loop) is left running with the
+// caller after it.
+const settleRounds = 64
+
 // Once is the rewrite of a sync.Once's Do: o.Do(f) becomes
 // yield.Hook.O(&o).Do(f). In a controlled run, a Do while another goroutine
 // under control is inside Do of the same Once passes the baton until that
@@ -425,6 +464,16 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 		r.markBlocked(g)
 		if multi {
 			r.unknownStep(g)
+			if g.last > 0 && g.last <= len(r.choices) {
+				c := &r.choices[g.last-1]
+				if c.Waits == nil {
+					for _, cs := range cases {
+						if p, _ := cs.channel(); p != nil {
+							c.Waits = append(c.Waits, uintptr(p))
+						}
+					}
+				}
+			}
 		}
 		g.pending = pending // its next step tries again
 		r.handOff(g)
