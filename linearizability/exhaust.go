@@ -315,7 +315,7 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 	// released obj (sched.Choice.Releases), unknownAt the same for a
 	// release whose object is not known. The loop below keeps them as it
 	// goes.
-	releasedAt := sc.touchedAt
+	releasedAt := sc.releasedAt
 	clear(releasedAt)
 	unknownAt := 0
 	// futile reports whether g, run at step i, would only find again that
@@ -454,18 +454,18 @@ func branches(order []int, choices []sched.Choice, prefix int, sleep uint64, bou
 // A branchScratch holds the tables branches builds for one run, kept for
 // the next: the exhaustive stage calls it once for every schedule it runs.
 type branchScratch struct {
-	nextObj   []footprint
-	last      []int
-	touchedAt map[uintptr]int
-	nextOf    []int
-	firstAt   []int
-	holders   map[uintptr]int
-	ids       []uintptr
-	idOf      map[uintptr]uintptr
+	nextObj    []footprint
+	last       []int
+	releasedAt map[uintptr]int
+	nextOf     []int
+	firstAt    []int
+	holders    map[uintptr]int
+	ids        []uintptr
+	idOf       map[uintptr]uintptr
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &branchScratch{touchedAt: map[uintptr]int{}, holders: map[uintptr]int{}, idOf: map[uintptr]uintptr{}}
+	return &branchScratch{releasedAt: map[uintptr]int{}, holders: map[uintptr]int{}, idOf: map[uintptr]uintptr{}}
 }}
 
 // A footprint is what a goroutine's steps from some state on touch, as far

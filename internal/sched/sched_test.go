@@ -358,11 +358,13 @@ func TestAwaitCloseIsWaitingUntilClose(t *testing.T) {
 		sched.Close(gate)
 		for range 3 {
 			sched.Hook.M(&mu).Lock()
+			n++
 			sched.Hook.M(&mu).Unlock()
 		}
 	}, func() {
 		sched.AwaitClose(gate)
 		sched.Hook.M(&mu).Lock()
+		n++
 		sched.Hook.M(&mu).Unlock()
 	})
 	if rep.Free || rep.Diverged {
@@ -398,6 +400,7 @@ func TestAloneTakesNoSteps(t *testing.T) {
 				if spawn {
 					sched.Hook.Go(func() {
 						sched.Hook.M(&mu).Lock()
+						n++
 						sched.Hook.M(&mu).Unlock()
 					})
 				}
