@@ -689,6 +689,11 @@ func (r *run) aloneLocked(g *gor) bool {
 		}
 	}
 	r.aloneSteps++
+	if r.opt.Choices && g.last > 0 && g.last <= len(r.choices) {
+		// The step before the stretch takes it in: what it locks and
+		// unlocks there is not told (no holder is taken from it).
+		r.choices[g.last-1].Locks = false
+	}
 	g.mark, g.cell = markNone, nil
 	if r.opt.Choices {
 		g.pending, g.locking, g.store = 0, false, false
@@ -781,7 +786,11 @@ func (r *run) releasedObj(obj uintptr) {
 	r.mu.Lock()
 	if r.opt.Choices && self != nil && self.last > 0 && self.last <= len(r.choices) {
 		c := &r.choices[self.last-1]
-		c.Releases, c.Released = true, obj
+		if c.Releases && c.Released != obj {
+			c.Released = 0 // a step that took in a stretch of Alone released several
+		} else {
+			c.Releases, c.Released = true, obj
+		}
 	}
 	for _, g := range r.gs {
 		if g.st == blocked {
