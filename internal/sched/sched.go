@@ -126,10 +126,11 @@ type Options struct {
 	Stall time.Duration `json:"-"`
 	// Alone, if set, makes the yield points of a goroutine inside
 	// Hook.Alone no steps while no other goroutine could be chosen there:
-	// every other one has returned or waits at a gate (AwaitClose). The
+	// every other one has returned, is blocked or waits at a gate (AwaitClose). The
 	// run then records nothing for them, and the goroutine goes on: a
 	// search replays such a stretch (the operations that bring a budget
 	// to an edge, before the concurrent part) at the cost of plain calls.
+	// It also makes Hook.Settle give way to the others.
 	Alone bool `json:"alone,omitempty"`
 }
 
@@ -676,8 +677,7 @@ func (r *run) yield(g *gor) {
 // aloneLocked reports whether g, inside Hook.Alone, passes its yield point
 // without a step: no other goroutine could be chosen there (each has
 // returned, is blocked, or waits at a gate), and the step bound is not
-// reached, for
-// yield points passed so count towards it. The step g took before the
+// reached, for yield points passed so count towards it. The step g took before the
 // stretch is taken to touch what is not known. Called with r.mu held.
 func (r *run) aloneLocked(g *gor) bool {
 	if r.free.Load() || len(r.schedule)+r.aloneSteps >= r.maxSteps {

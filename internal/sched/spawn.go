@@ -117,7 +117,7 @@ func AwaitClose[T any](ch chan T) {
 
 // Alone runs f on the calling goroutine, a goroutine under control in a
 // run with Options.Alone: while no other goroutine could be chosen (each
-// has returned or waits at a gate, see AwaitClose), f's yield points are
+// has returned, is blocked or waits at a gate, see AwaitClose), f's yield points are
 // no steps, and the run records nothing for them. Once another could (f
 // started one), they are steps again. Elsewhere Alone is f().
 func (hooks) Alone(f func()) {
