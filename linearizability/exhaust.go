@@ -124,6 +124,7 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 	// that the bug that needs one change of order is found without going
 	// through the many schedules that make several free switches.
 	stacks := [][]branch{{{base: start, n: len(start), g: -1}}}
+	var reuse []sched.Choice
 	for {
 		i := slices.IndexFunc(stacks, func(s []branch) bool { return len(s) > 0 })
 		if i < 0 {
@@ -141,6 +142,7 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 		stacks[i] = stacks[i][:len(stacks[i])-1]
 		o := base
 		o.Schedule = b.prefix()
+		o.Reuse = reuse
 		c := s
 		c.Control = &o
 		var h model.History
@@ -193,6 +195,9 @@ func exhaust(ctx context.Context, s Scenario, newBudget func(budget.Clock) budge
 			}
 			stacks[nb.dev] = append(stacks[nb.dev], nb)
 		}
+		// The branches hold none of the run's choices, and visit kept
+		// none: the next run records its own in the same table.
+		reuse = r.Choices
 	}
 	return rep, nil
 }

@@ -132,6 +132,11 @@ type Options struct {
 	// to an edge, before the concurrent part) at the cost of plain calls.
 	// It also makes Hook.Settle give way to the others.
 	Alone bool `json:"alone,omitempty"`
+	// Reuse, with Choices, is storage the run may record its choices in:
+	// the Report.Choices of a run before, which its caller no longer
+	// reads. A search that runs thousands of schedules then allocates a
+	// table once, not once a run. The Report's Options have none.
+	Reuse []Choice `json:"-"`
 }
 
 // DefaultMaxSteps is the step bound of a run whose Options.MaxSteps is
@@ -601,7 +606,10 @@ func newRun(opt Options, n int) *run {
 		// A search replays a prefix of a run like the last: room for one
 		// as long, with some to spare.
 		steps := len(opt.Schedule) + 64
-		r.schedule, r.choices = make([]uint8, 0, steps), make([]Choice, 0, steps)
+		r.schedule, r.choices = make([]uint8, 0, steps), opt.Reuse[:0]
+		if cap(r.choices) < steps {
+			r.choices = make([]Choice, 0, max(steps, 2*cap(r.choices)))
+		}
 	}
 	r.spinLimit = opt.SpinLimit
 	if r.spinLimit <= 0 {
@@ -630,6 +638,7 @@ func (r *run) report() Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	o := r.opt
+	o.Reuse = nil
 	o.Schedule = make([]int, len(r.schedule))
 	for i, g := range r.schedule {
 		o.Schedule[i] = int(g)
