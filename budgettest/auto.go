@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"runtime/metrics"
 	"slices"
 	"strings"
@@ -216,17 +215,6 @@ func sendAndExit(f *Failure) {
 func (sub Subject[S]) runChild(t *testing.T, c call) {
 	var o childOutcome
 	start := time.Now()
-	if yield.Instrumented() && Check(c.child) == CheckLinearizable {
-		// Under control one goroutine runs at a time, and each step hands
-		// the baton to another: with a second P idle, the runtime wakes a
-		// thread to steal every goroutine made ready, which costs more CPU
-		// than the step does (half the stage's, measured on two cores).
-		// With one P the hand-off stays on it. The Linearizable check's
-		// schedules do not depend on GOMAXPROCS; the Invariant check's
-		// number of goroutines does, so its child keeps the parent's. A
-		// child under -race runs freely, on every P.
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	}
 	stop := make(chan struct{})
 	defer close(stop)
 	go sub.watchHeap(c, childHeapLimit, stop, sendAndExit)

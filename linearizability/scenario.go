@@ -14,6 +14,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/procs"
 	"github.com/retrybudget/retrybudget/internal/sched"
 	"github.com/retrybudget/retrybudget/model"
 )
@@ -211,8 +212,8 @@ func record(s Scenario, newBudget func(budget.Clock) budget.Budget) (h model.His
 	// thousands of times by the minimizer, keep what they have: their
 	// goroutines then start on cores of their own.)
 	if n := len(s.Goroutines) + 1; s.Control == nil && runtime.GOMAXPROCS(0) < n && s.len() > smallScenario {
-		prev := runtime.GOMAXPROCS(max(8, n))
-		defer runtime.GOMAXPROCS(prev)
+		_, release := procs.AtLeast(max(8, n))
+		defer release()
 	}
 	sub := harness.Subject[struct{}]{New: newBudget, WallClock: s.WallClock}
 	clock := new(budget.ManualClock)

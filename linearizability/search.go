@@ -14,6 +14,7 @@ import (
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/procs"
 	"github.com/retrybudget/retrybudget/internal/sched"
 	"github.com/retrybudget/retrybudget/model"
 )
@@ -296,6 +297,9 @@ func Search[S any](t *testing.T, tg Target[S]) (*Finding, error) {
 	}
 	// Whether this budget may race is learned anew (see sched.Options.Fine).
 	sched.ResetFine()
+	if se.controlled() {
+		defer procs.One()() // see package procs: the free runs of parallel tests still get theirs
+	}
 	n := tg.Scenarios
 	if n <= 0 {
 		n = 50

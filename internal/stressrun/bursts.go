@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/procs"
 	"github.com/retrybudget/retrybudget/model"
 )
 
@@ -89,11 +90,8 @@ func Bursts[S any](c BurstConfig, sub harness.Subject[S]) error {
 
 // BurstsCut is Bursts, and also reports whether c.Stop cut the run short.
 func BurstsCut[S any](c BurstConfig, sub harness.Subject[S]) (cut bool, err error) {
-	prev := runtime.GOMAXPROCS(0)
-	if prev < 8 {
-		runtime.GOMAXPROCS(8)
-		defer runtime.GOMAXPROCS(prev)
-	}
+	_, release := procs.AtLeast(8)
+	defer release()
 	if c.Goroutines <= 0 {
 		c.Goroutines = 8
 	}

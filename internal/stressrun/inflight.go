@@ -12,6 +12,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/procs"
 	"github.com/retrybudget/retrybudget/model"
 )
 
@@ -61,11 +62,8 @@ func InFlight[S any](c InFlightConfig, sub harness.Subject[S]) error {
 	if !ok || !harness.IsStructured(sub.Model) {
 		return fmt.Errorf("stressrun: %T is not a structured model.InFlightLimit", sub.Model)
 	}
-	prev := runtime.GOMAXPROCS(0)
-	if prev < 8 {
-		runtime.GOMAXPROCS(8)
-		defer runtime.GOMAXPROCS(prev)
-	}
+	_, release := procs.AtLeast(8)
+	defer release()
 	if c.Goroutines <= 0 {
 		c.Goroutines = 64
 	}

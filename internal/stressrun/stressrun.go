@@ -14,6 +14,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/procs"
 	"github.com/retrybudget/retrybudget/internal/sched"
 	"github.com/retrybudget/retrybudget/model"
 )
@@ -125,13 +126,10 @@ func Stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 	if c.Control != nil {
 		sched.ResetFine() // whether the budget may race is learned anew (see sched.Options.Fine)
 	}
-	prev := runtime.GOMAXPROCS(0)
-	if prev < 8 {
-		runtime.GOMAXPROCS(8)
-		defer runtime.GOMAXPROCS(prev)
-	}
+	ps, release := procs.AtLeast(8)
+	defer release()
 	if c.Goroutines <= 0 {
-		c.Goroutines = 4 * runtime.GOMAXPROCS(0)
+		c.Goroutines = 4 * ps
 	}
 	if c.Ops <= 0 {
 		c.Ops = 200
