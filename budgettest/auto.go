@@ -12,11 +12,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/retrybudget/retrybudget/internal/control"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/procs"
+	"github.com/retrybudget/retrybudget/internal/race"
 	"github.com/retrybudget/retrybudget/internal/stressrun"
 	"github.com/retrybudget/retrybudget/model"
 	"github.com/retrybudget/retrybudget/yield"
@@ -320,8 +323,27 @@ func (sub Subject[S]) controlledStage(t *testing.T, c call, ck Check, extra ...s
 		t.Logf("budgettest: built the instrumented test binary in %v (%d yield points in %s); later runs of unchanged sources reuse it",
 			child.Took.Round(time.Millisecond), child.Points, strings.Join(child.Packages, " "))
 	}
+	id, prior := c.id+"|"+string(ck), c.prior()
+	// The child is built without -race: under go test -race it is the
+	// child go test ./... ran, on the same sources, and given the same
+	// input it runs the same schedules. A pass go test saved is not run
+	// again (go test ./... && go test -race ./... runs the stage once).
+	var key string
+	if len(extra) == 0 {
+		key, _ = control.OutcomeKey(c.t, child, id, prior, procs.Base())
+	}
+	if key != "" && reuseSaved {
+		if o, ok := savedPass(child, key); ok {
+			t.Logf("%s: the controlled stage's outcome is the one go test without -race had on the same sources, flags and calls (its child is built without the race detector, and would run the same schedules):", sub.name())
+			for _, n := range o.Notes {
+				t.Logf("%s: %s", sub.name(), n)
+			}
+			return nil
+		}
+	}
 	timeout := 10 * time.Minute
-	sp, err := control.Spawn(c.t, child, c.id+"|"+string(ck), c.prior(), timeout, extra...)
+	spawns.Add(1)
+	sp, err := control.Spawn(c.t, child, id, prior, timeout, extra...)
 	if err != nil {
 		return fail(ruleControl, "%s: the controlled stage could not start: %v", sub.name(), err)
 	}
@@ -333,9 +355,14 @@ func (sub Subject[S]) controlledStage(t *testing.T, c call, ck Check, extra ...s
 		return fail(ruleControl, "%s: the child process of the controlled stage %s before it finished (after %v):\n%s",
 			sub.name(), why, sp.Elapsed.Round(time.Millisecond), tail(sp.Output, 60))
 	}
-	var o childOutcome
-	if err := json.Unmarshal(sp.Result, &o); err != nil {
+	o, err := decodeOutcome(sp.Result)
+	if err != nil {
 		return fail(ruleControl, "%s: the controlled stage's outcome is unreadable: %v", sub.name(), err)
+	}
+	if key != "" && saveOutcomes && o.Failure == nil && o.Err == "" {
+		// For go test -race (above); a cache that cannot be written
+		// only costs that run the stage again.
+		_ = control.SaveOutcome(child, key, sp.Result)
 	}
 	for _, n := range o.Notes {
 		t.Logf("%s: %s", sub.name(), n)
@@ -348,6 +375,33 @@ func (sub Subject[S]) controlledStage(t *testing.T, c call, ck Check, extra ...s
 		return fail(rulePanic, "%s: the controlled stage: %s", sub.name(), o.Err)
 	}
 	return nil
+}
+
+var (
+	// reuseSaved says whether controlledStage takes a pass saved under the
+	// same key instead of running the child, and saveOutcomes whether it
+	// saves the passes it runs: under -race the first, without it the
+	// second. Tests set them.
+	reuseSaved, saveOutcomes = race.Enabled, !race.Enabled
+	// spawns counts the children controlledStage started, for tests.
+	spawns atomic.Int64
+)
+
+// savedPass returns the pass saved under key, if there is one.
+func savedPass(child *control.Child, key string) (childOutcome, bool) {
+	data, ok := control.SavedOutcome(child, key)
+	if !ok {
+		return childOutcome{}, false
+	}
+	o, err := decodeOutcome(data)
+	return o, err == nil && o.Failure == nil && o.Err == ""
+}
+
+// decodeOutcome reads what a child wrote.
+func decodeOutcome(data []byte) (childOutcome, error) {
+	var o childOutcome
+	err := json.Unmarshal(data, &o)
+	return o, err
 }
 
 // adoptArtifacts copies the files a child saved for f into t's artifact

@@ -161,10 +161,6 @@ func newBase() (*base, error) {
 	if err != nil {
 		return nil, &Uncontrolled{"the test binary cannot be found: " + err.Error()}
 	}
-	sum, err := fileHash(exe)
-	if err != nil {
-		return nil, &Uncontrolled{"the test binary cannot be read: " + err.Error()}
-	}
 	goCmd, err := goCommand()
 	if err != nil {
 		return nil, &Uncontrolled{err.Error()}
@@ -177,11 +173,27 @@ func newBase() (*base, error) {
 	if !ok {
 		return nil, &Uncontrolled{"the test binary has no build information"}
 	}
-	b := &base{goCmd: goCmd, wd: wd, sum: sum, self: strings.TrimSuffix(info.Path, ".test")}
+	b := &base{goCmd: goCmd, wd: wd, self: strings.TrimSuffix(info.Path, ".test")}
 	for _, s := range info.Settings {
 		if s.Key == "-tags" {
 			b.tags = s.Value
 		}
+	}
+	// The child is built from the test's sources with its tags alone: the
+	// build IDs of its packages, compiled without -race, name it, so that
+	// go test -race finds the child go test built (and the outcomes it
+	// saved, see SavedOutcome). Where they cannot be listed, the hash of
+	// the running binary names it instead.
+	ids := []string{"-deps", "-test", "-export", "-f", "{{.ImportPath}} {{.BuildID}}"}
+	if b.tags != "" {
+		ids = append(ids, "-tags="+b.tags)
+	}
+	if lines, err := goList(goCmd, wd, append(ids, ".")...); err == nil && len(lines) > 0 {
+		h := sha256.New()
+		fmt.Fprintf(h, "build IDs\n%s\n", strings.Join(lines, "\n"))
+		b.sum = hex.EncodeToString(h.Sum(nil))
+	} else if b.sum, err = fileHash(exe); err != nil {
+		return nil, &Uncontrolled{"the test binary cannot be read: " + err.Error()}
 	}
 	listed, err := goList(goCmd, wd, "-f", "{{.ImportPath}}", ".")
 	if err != nil {

@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,12 +135,8 @@ func Spawn(t *testing.T, c *Child, id string, prior map[string]json.RawMessage, 
 		return nil, err
 	}
 	out := filepath.Join(dir, "result.json")
-	args := append([]string{"-test.run=" + RunPattern(t.Name()), "-test.count=1", "-test.timeout=" + timeout.String(),
-		"-test.artifacts", "-test.outputdir=" + filepath.Join(dir, "artifacts")}, childFlags()...)
-	if testing.Short() {
-		args = append(args, "-test.short") // the child makes the runs the parent would
-	}
-	args = append(args, extra...)
+	args := append([]string{"-test.count=1", "-test.timeout=" + timeout.String(),
+		"-test.artifacts", "-test.outputdir=" + filepath.Join(dir, "artifacts")}, testArgs(t, extra)...)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+killGrace)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.Path, args...)
@@ -172,6 +171,70 @@ func Spawn(t *testing.T, c *Child, id string, prior map[string]json.RawMessage, 
 		s.Result = data
 	}
 	return s, nil
+}
+
+// testArgs are the arguments of a child of t that say what it runs: the
+// test, this family's flags and every other flag set, -test.short, and
+// extra last.
+func testArgs(t *testing.T, extra []string) []string {
+	args := append([]string{"-test.run=" + RunPattern(t.Name())}, childFlags()...)
+	if testing.Short() {
+		args = append(args, "-test.short") // the child makes the runs the parent would
+	}
+	return append(args, extra...)
+}
+
+// OutcomeKey names what Spawn(t, c, id, prior, _, extra...) runs: the
+// child (named by its sources, see Binary), the test, the call, the
+// flags, the calls before, the environment, and procs, the GOMAXPROCS the
+// run scales with. Two spawns with one key run the same code on the same
+// input.
+func OutcomeKey(t *testing.T, c *Child, id string, prior map[string]json.RawMessage, procs int, extra ...string) (string, error) {
+	p, err := json.Marshal(prior) // a map's keys in order
+	if err != nil {
+		return "", err
+	}
+	env := childEnvironment()
+	slices.Sort(env)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%q\n%s\n%q\nprocs=%d\n", filepath.Base(filepath.Dir(c.Path)), id, testArgs(t, extra), p, env, procs)
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}
+
+// outcomeFile is where an outcome saved under key is kept: beside the
+// child, so that pruning the child removes it.
+func outcomeFile(c *Child, key string) string {
+	return filepath.Join(filepath.Dir(c.Path), "outcomes", key+".json")
+}
+
+// SavedOutcome returns the result SaveOutcome saved under key, if any.
+func SavedOutcome(c *Child, key string) ([]byte, bool) {
+	data, err := os.ReadFile(outcomeFile(c, key))
+	return data, err == nil
+}
+
+// SaveOutcome saves result, what a child run under key wrote, for
+// SavedOutcome. The file appears whole or not at all.
+func SaveOutcome(c *Child, key string, result []byte) error {
+	f := outcomeFile(c, key)
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f), key+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(result)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), f)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+	}
+	return werr
 }
 
 // childEnvironment is the parent's environment without a child's marks,
