@@ -224,9 +224,14 @@
 // controlled stage in it as a child process, which runs the same test and
 // the same call, and sends its verdict back. The parent then runs the
 // check's free stage, which sees data races under -race. The child binary
-// is kept in the user's cache directory under the hash of the running test
-// binary: a second go test of unchanged sources builds and rewrites
-// nothing. A budget in the module cache is rewritten in a copy of its
+// is kept in the user's cache directory under the build IDs of the test's
+// packages, compiled without -race: a second go test of unchanged sources
+// builds and rewrites nothing, and go test -race finds the child go test
+// built. That child is built without the race detector, so under go test
+// -race a controlled stage that passed under go test, on the same call,
+// flags, calls before, environment and GOMAXPROCS, is not run again: its
+// saved pass is taken, and the log says so (a failure always runs again).
+// A budget in the module cache is rewritten in a copy of its
 // module, named by a temporary go.mod passed as -modfile; your go.mod and
 // go.sum are never touched.
 //
