@@ -30,7 +30,8 @@ lin:
 
 # Every check of budgettest against every reference budget and mutant, under
 # -race (the Race column needs it); prints the matrices. budgetcheck -matrix
-# runs the same and formats them.
+# runs the same cells faster (the Race column under -race, the others
+# without it, in two go tests at once) and formats them.
 killmatrix:
 	$(GO) test -race -timeout 60m ./internal/subjects/mutants -count=1 -v -run 'TestKillMatrix|TestLoopKillMatrix' -catch.runs=$(CATCHRUNS) -ref.reps=$(REFREPS) -matrix.full
 

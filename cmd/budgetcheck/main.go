@@ -37,7 +37,9 @@
 // budgetcheck -matrix [-race=false] [-html DIR] [-json] [-catch.runs N]
 // [-ref.reps N] prints this module's kill matrices instead (from a checkout
 // of it): every reference budget and loop, and every mutant, through
-// every check.
+// every check. The Race column runs in a go test -race of its own, beside
+// a go test of the other columns, whose verdicts the race detector does
+// not change (-race=false leaves the Race column out).
 package main
 
 import (

@@ -3,16 +3,21 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/retrybudget/retrybudget/budgettest"
 	"github.com/retrybudget/retrybudget/internal/matrix"
 )
 
@@ -26,7 +31,7 @@ type event struct {
 // mutants, from a checkout of this module.
 func matrixMain(argv []string) {
 	fs := flag.NewFlagSet("budgetcheck -matrix", flag.ExitOnError)
-	race := fs.Bool("race", true, "run the harness under the race detector: the Race column needs it (-race=false: faster, and that column is skipped)")
+	race := fs.Bool("race", true, "run the Race column, which needs the race detector, in a go test -race of its own beside the others (-race=false: that column is skipped)")
 	htmlDir := fs.String("html", "", "write the HTML rendering of every linearizability violation under `dir`")
 	jsonOut := fs.Bool("json", false, "print the results as JSON instead of tables")
 	catchRuns := fs.Int("catch.runs", 3, "times each mutant must be caught by its check")
@@ -38,10 +43,7 @@ func matrixMain(argv []string) {
 		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
 		os.Exit(2)
 	}
-	args := []string{"test", "-json", "-count=1"}
-	if *race {
-		args = append(args, "-race")
-	}
+	var common []string
 	if *htmlDir != "" {
 		dir, err := filepath.Abs(*htmlDir)
 		if err != nil {
@@ -52,27 +54,54 @@ func matrixMain(argv []string) {
 			fmt.Fprintln(os.Stderr, "budgetcheck:", err)
 			os.Exit(2)
 		}
-		args = append(args, "-artifacts", "-outputdir", dir)
+		common = append(common, "-artifacts", "-outputdir", dir)
 	}
-	args = append(args, "-timeout", "60m", "./internal/subjects/mutants", "-run", "^(TestKillMatrix|TestLoopKillMatrix)$",
-		fmt.Sprintf("-catch.runs=%d", *catchRuns), fmt.Sprintf("-ref.reps=%d", *refReps), "-matrix.full")
-
+	common = append(common, "-timeout", "60m", "./internal/subjects/mutants")
+	flags := []string{fmt.Sprintf("-catch.runs=%d", *catchRuns), fmt.Sprintf("-ref.reps=%d", *refReps), "-matrix.full"}
+	// Every column but Race without the race detector, which changes no
+	// other verdict and makes each run five to ten times slower; with
+	// -race, the Race column in a second go test, under it, at once.
+	runs := []matrixRun{{race: false, args: slices.Concat([]string{"test", "-json", "-count=1"}, common,
+		[]string{"-run", "^(TestKillMatrix|TestLoopKillMatrix)$"}, flags)}}
+	if *race {
+		runs[0].args = append(runs[0].args, "-matrix.skip="+string(budgettest.CheckRace))
+		runs = append(runs, matrixRun{race: true, args: slices.Concat([]string{"test", "-json", "-count=1", "-race"}, common,
+			[]string{"-run", "^TestKillMatrix$"}, flags, []string{"-matrix.only=" + string(budgettest.CheckRace)})})
+	}
 	start := time.Now()
-	fmt.Fprintf(os.Stderr, "budgetcheck: go %s\n", strings.Join(args, " "))
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
-		os.Exit(2)
+	var wg sync.WaitGroup
+	for i := range runs {
+		r := &runs[i]
+		fmt.Fprintf(os.Stderr, "budgetcheck: go %s\n", strings.Join(r.args, " "))
+		cmd := exec.Command("go", r.args...)
+		cmd.Dir = root
+		cmd.Stderr = os.Stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "budgetcheck:", err)
+			os.Exit(2)
+		}
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "budgetcheck:", err)
+			os.Exit(2)
+		}
+		wg.Go(func() {
+			r.cells, r.failures, r.raw = read(stdout, start, r.race)
+			r.err = cmd.Wait()
+		})
 	}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "budgetcheck:", err)
-		os.Exit(2)
+	wg.Wait()
+	var cells []matrix.Cell
+	var failures []string
+	var raw string
+	var runErr error
+	for _, r := range runs {
+		cells = append(cells, r.cells...)
+		failures = append(failures, r.failures...)
+		raw += r.raw
+		runErr = errors.Join(runErr, r.err)
 	}
-	cells, failures, raw := read(stdout, start, *race)
-	runErr := cmd.Wait()
+	slices.SortStableFunc(cells, func(a, b matrix.Cell) int { return cmpCells(runs[0].cells, a, b) })
 
 	if *jsonOut {
 		enc := json.NewEncoder(os.Stdout)
@@ -101,6 +130,27 @@ func matrixMain(argv []string) {
 		os.Exit(1)
 	}
 	fmt.Fprintln(os.Stderr, "budgetcheck: every reference implementation passes, and every mutant is caught")
+}
+
+// A matrixRun is one go test of the kill matrices.
+type matrixRun struct {
+	race     bool
+	args     []string
+	cells    []matrix.Cell
+	failures []string
+	raw      string
+	err      error
+}
+
+// cmpCells orders cells by row, as the run without -race met the rows,
+// and within a row by check, in the suite's order: the Race column's
+// cells come from the other run.
+func cmpCells(order []matrix.Cell, a, b matrix.Cell) int {
+	row := func(c matrix.Cell) int {
+		return slices.IndexFunc(order, func(o matrix.Cell) bool { return o.Matrix == c.Matrix && o.Impl == c.Impl })
+	}
+	col := func(c matrix.Cell) int { return slices.Index(budgettest.Checks(), budgettest.Check(c.Check)) }
+	return cmp.Or(cmp.Compare(row(a), row(b)), cmp.Compare(col(a), col(b)))
 }
 
 // read collects the cells from go test -json output, reporting progress on

@@ -29,6 +29,11 @@ var (
 	// fill in the matrix that cmd/budgetcheck renders and take two thirds
 	// of the package's time, so go test ./... skips them.
 	full = flag.Bool("matrix.full", false, "run every check on every mutant, not only the one that must catch it (make killmatrix, cmd/budgetcheck)")
+	// cmd/budgetcheck -matrix runs the Race column under -race and the
+	// others without it, at once: the race detector changes no other
+	// verdict, and makes each run five to ten times slower.
+	only = flag.String("matrix.only", "", "run only the column of this check (cmd/budgetcheck -matrix: Race, under -race)")
+	skip = flag.String("matrix.skip", "", "leave out the column of this check (cmd/budgetcheck -matrix: Race, without -race)")
 )
 
 // The subjects a team would write for each family: one configuration per
@@ -180,6 +185,9 @@ func TestKillMatrix(t *testing.T) {
 	for _, r := range rs {
 		for _, c := range checks {
 			cell := matrix.Cell{Matrix: matrix.Budgets, Impl: r.name, Check: string(c), Must: c == r.must, Mutant: r.must != ""}
+			if *only != "" && string(c) != *only || string(c) == *skip {
+				continue
+			}
 			if race.Enabled && !*full && c != mutants.Race {
 				// Under the race detector only the Race check's column,
 				// the one it changes: every other verdict is the same
