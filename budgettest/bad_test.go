@@ -43,6 +43,7 @@ func (p panicky) Success(k budget.Kind) {
 }
 
 func TestBadSubjects(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	good := adapt(seqcheck.NewTokenBucket(bucket))
 	t.Run("RetryPanics", func(t *testing.T) {
@@ -174,6 +175,7 @@ func (panickyModel) DescribeState(s model.ThrottleState) string { return "n" }
 // child process: the parent reads that the child reported the Failure and
 // ended as a failed test, not a crash.
 func TestFactoryCallsFatal(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("RETRYBUDGET_FATAL_FACTORY") != "" {
 		err := budgettest.Verify(t, budgettest.Subject[model.TokenBucketState]{Name: "fatal factory", Model: bucket,
 			New: func(t *testing.T, _ budget.Clock) budget.Budget { t.Fatal("cannot connect"); return nil }})
@@ -201,6 +203,7 @@ func TestFactoryCallsFatal(t *testing.T) {
 // A panic in the Sequential check is reported with the sequence rapid shrank
 // it to.
 func TestSequentialPanicShowsTheShrunkSequence(t *testing.T) {
+	t.Parallel()
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "panics in Retry", Model: bucket,
 		New: func(*testing.T, budget.Clock) budget.Budget { return newPanicky("Retry") }}, budgettest.CheckSequential)
 	if err == nil || !contains(err.Error(), "Retry panicked") || !contains(err.Error(), "rapid's shrunk sequence, history:\n") {
@@ -211,6 +214,7 @@ func TestSequentialPanicShowsTheShrunkSequence(t *testing.T) {
 // The Model check names the step at which the model first answered two
 // ways: flakyModel does on its first.
 func TestModelCheckNamesTheStep(t *testing.T) {
+	t.Parallel()
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.ThrottleState]{Name: "flaky model", Model: &flakyModel{},
 		New: adapt(seqcheck.NewThrottle(grpc))}, budgettest.CheckModel)
 	if err == nil || !contains(err.Error(), ": step 1, ") {
@@ -247,6 +251,7 @@ func (m *boundaryModel) Hash(s time.Duration) uint64          { return uint64(s)
 func (m *boundaryModel) DescribeState(s time.Duration) string { return s.String() }
 
 func TestModelCheckStepsToBoundariesOfNow(t *testing.T) {
+	t.Parallel()
 	scale := 1_000_003 * time.Nanosecond // a prime: no other step lands on its multiples
 	err := budgettest.VerifyCheck(t, budgettest.Subject[time.Duration]{Name: "boundary model", Model: &boundaryModel{scale: scale},
 		Scale: scale, Horizon: 10 * scale, New: adapt(seqcheck.NewThrottle(grpc))}, budgettest.CheckModel)
@@ -259,6 +264,7 @@ func TestModelCheckStepsToBoundariesOfNow(t *testing.T) {
 // total outage than the model does, and reports a model that panics in the
 // simulation as the model's fault, not the budget's.
 func TestAmplificationCheck(t *testing.T) {
+	t.Parallel()
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "generous", Model: bucket,
 		New: func(*testing.T, budget.Clock) budget.Budget { return generous{} }}, budgettest.CheckAmplification)
 	if err == nil || !contains(err.Error(), "under a 100% outage the budgets granted") {

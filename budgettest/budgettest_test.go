@@ -32,26 +32,34 @@ func adapt(f func(budget.Clock) budget.Budget) budgettest.Factory {
 }
 
 func TestReferenceBudgetsConform(t *testing.T) {
+	t.Parallel()
 	t.Run("TokenBucket", func(t *testing.T) {
+		t.Parallel()
 		budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{Name: "budget.TokenBucket", Model: bucket, New: adapt(seqcheck.NewTokenBucket(bucket))})
 	})
 	tm := seqcheck.TokenBucketTiming(refill)
 	t.Run("TokenBucketRefill", func(t *testing.T) {
+		t.Parallel()
 		budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{Name: "budget.TokenBucket", Model: refill, New: adapt(seqcheck.NewTokenBucket(refill)), Scale: tm.Scale, Horizon: tm.Horizon})
 	})
 	t.Run("Ratio", func(t *testing.T) {
+		t.Parallel()
 		budgettest.Run(t, budgettest.Subject[model.RatioState]{Name: "budget.Ratio", Model: window, New: adapt(seqcheck.NewRatio(window)), Scale: time.Second, Horizon: 20 * time.Second})
 	})
 	t.Run("RatioReserve", func(t *testing.T) {
+		t.Parallel()
 		budgettest.Run(t, budgettest.Subject[model.RatioState]{Name: "budget.Ratio with a reserve", Model: finagle, New: adapt(seqcheck.NewRatio(finagle)), Scale: time.Second, Horizon: 20 * time.Second})
 	})
 	t.Run("RatioFloorAndReserve", func(t *testing.T) {
+		t.Parallel()
 		budgettest.Run(t, budgettest.Subject[model.RatioState]{Name: "budget.Ratio with a floor and a reserve", Model: floorReserve, New: adapt(seqcheck.NewRatio(floorReserve)), Scale: time.Second, Horizon: 20 * time.Second})
 	})
 	t.Run("Throttle", func(t *testing.T) {
+		t.Parallel()
 		budgettest.Run(t, budgettest.Subject[model.ThrottleState]{Name: "budget.Throttle", Model: grpc, New: adapt(seqcheck.NewThrottle(grpc))})
 	})
 	t.Run("InFlight", func(t *testing.T) {
+		t.Parallel()
 		budgettest.Run(t, budgettest.Subject[model.InFlightState]{Name: "budget.InFlight", Model: envoy, New: adapt(seqcheck.NewInFlight(envoy))})
 	})
 }
@@ -63,6 +71,8 @@ func TestReferenceBudgetsConform(t *testing.T) {
 // the model's balance after every operation; the second hides it
 // (answersOnly), so that the answers to Retry alone must show the mismatch.
 func TestRatioReserveMismatchFails(t *testing.T) {
+	t.Parallel()
+	skipUnderRace(t)
 	for _, m := range []model.Ratio{floorReserve, finagle} {
 		for _, c := range []struct {
 			name    string
@@ -107,6 +117,7 @@ type answersOnly struct{ budget.Budget }
 // A budget on the wall clock: the reference Ratio with its default clock,
 // which reads time.Now. The suite checks it inside synctest bubbles.
 func TestWallClockBudgetConforms(t *testing.T) {
+	t.Parallel()
 	budgettest.Run(t, budgettest.Subject[model.RatioState]{
 		Name:  "budget.Ratio on the wall clock",
 		Model: window,

@@ -185,6 +185,7 @@ func myRetryLoop() stress.Loop {
 
 // The example loop adapter, put through the loop checks for real.
 func TestExampleLoopAdapterConforms(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.RunLoop(t, myRetryLoop())
 }
@@ -202,6 +203,7 @@ func ExampleFuzz() {
 
 // The example adapter, put through the suite for real.
 func TestExampleAdapterConforms(t *testing.T) {
+	t.Parallel()
 	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
 		Name: "example quota", Model: model.AWS(),
 		New: func(*testing.T, budget.Clock) budget.Budget { return myAdapter{&quota{tokens: 500}} },

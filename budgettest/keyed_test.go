@@ -53,6 +53,7 @@ func newKeyed[B budget.Budget](newB func(budget.Clock) B, c budget.Clock, key st
 
 // One key's budget of a Keyed passes the suite as the budget itself does.
 func TestKeyedBudgetConforms(t *testing.T) {
+	t.Parallel()
 	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
 		Name:  "budget.Keyed[budget.TokenBucket]",
 		Model: bucket,
@@ -89,6 +90,7 @@ func keyedLookup[B budget.Budget](t *testing.T, maxKeys int, newB func() (B, err
 // can drop another: its in-flight budgets, two keys held at most, pass
 // every check while every call of the key under test makes it drop one.
 func TestKeyedInFlightUnderEvictionConforms(t *testing.T) {
+	t.Parallel()
 	budgettest.Run(t, budgettest.Subject[model.InFlightState]{
 		Name: "budget.Keyed[budget.InFlight], MaxKeys 2", Model: envoy,
 		New: budgettest.Keyed(2, func(t *testing.T, _ budget.Clock) func(string) budget.Budget {
@@ -103,6 +105,7 @@ func TestKeyedInFlightUnderEvictionConforms(t *testing.T) {
 // must; with a bound above the keys the checks use, it passes
 // (TestKeyedBudgetConforms).
 func TestKeyedDropsLoseStateByDesign(t *testing.T) {
+	t.Parallel()
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{
 		Name: "budget.Keyed[budget.TokenBucket], MaxKeys 2", Model: bucket,
 		New: budgettest.Keyed(2, func(t *testing.T, c budget.Clock) func(string) budget.Budget {
@@ -120,6 +123,7 @@ func TestKeyedDropsLoseStateByDesign(t *testing.T) {
 // lookup as the test's failure, naming the cause, not as a panic. Each
 // case runs in a child process of the test binary, where it must fail.
 func TestKeyedRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct {
 		newB func(*testing.T, budget.Clock) budget.Budget
 		want string

@@ -40,6 +40,7 @@ func (t *floatThrottle) Success(budget.Kind) {
 // The Sequential check's long runs find the float throttle, which rapid's
 // short sequences pass, and show a shrunk run that ends at the answer.
 func TestSequentialLongRunsFindFloatDrift(t *testing.T) {
+	t.Parallel()
 	m := model.Throttle{Max: 10_000, Ratio: 100}
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.ThrottleState]{Name: "float throttle", Model: m,
 		New: func(*testing.T, budget.Clock) budget.Budget { return &floatThrottle{tokens: 10} }}, budgettest.CheckSequential)

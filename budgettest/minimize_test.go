@@ -29,6 +29,7 @@ var minimized = regexp.MustCompile(`minimized from (\d+) to (\d+) operations`)
 // about one time in five, and the check gets three attempts. (Under
 // control it is caught on every run: see internal/subjects/controltest.)
 func TestLinearizableExplainsCheckThenAct(t *testing.T) {
+	t.Parallel()
 	var err error
 	for attempt := range 3 {
 		err = budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "CheckThenAct", Model: bucket, Scenarios: 500,
@@ -73,6 +74,7 @@ func (generous) Success(budget.Kind)    {}
 // that break it, whatever the number of scenarios the check is told to run:
 // one runs one, and zero runs the default.
 func TestLinearizableMinimizesADeterministicViolation(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1} {
 		err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "generous", Model: bucket, Scenarios: n,
 			New: func(*testing.T, budget.Clock) budget.Budget { return generous{} }}, budgettest.CheckLinearizable)
@@ -98,6 +100,8 @@ func TestLinearizableMinimizesADeterministicViolation(t *testing.T) {
 // goes wrong only from the fourth one it builds on (the check's probe
 // builds one) is caught in a later scenario, and the failure names it.
 func TestLinearizableRunsEveryScenario(t *testing.T) {
+	// Not parallel: it sets a flag the other tests read.
+	//
 	// One run a scenario, also when the code is instrumented: the
 	// schedules explored under control each build a budget too.
 	f := flag.Lookup("budgettest.schedules")

@@ -85,6 +85,7 @@ func (o *owned) Close() error             { close(o.done); return nil }
 // A correct budget that owns a goroutine passes every check: each check
 // closes it where it was built.
 func TestGoroutineOwnedBudgetConforms(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
 		Name: "goroutine-owned bucket", Model: bucket, Scenarios: 20,
@@ -95,6 +96,7 @@ func TestGoroutineOwnedBudgetConforms(t *testing.T) {
 // The same on the wall clock: every check then runs in a synctest bubble,
 // which fails if the goroutine outlives it.
 func TestGoroutineOwnedBudgetConformsInBubbles(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{
 		Name: "goroutine-owned bucket", Model: bucket, WallClock: true, Scenarios: 10,
@@ -105,6 +107,7 @@ func TestGoroutineOwnedBudgetConformsInBubbles(t *testing.T) {
 // Without Close the goroutine outlives the check: the Leak check says so.
 func TestLeakCheckCatchesAnUnclosedGoroutine(t *testing.T) {
 	t.Parallel() // each waits out the check's 5 s for a leak to end
+	skipUnderRace(t)
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{
 		Name: "never closed", Model: bucket, Watchdog: 10 * time.Second,
 		New: func(*testing.T, budget.Clock) budget.Budget { return unclosed{newOwned(bucket)} },
@@ -120,6 +123,7 @@ func TestLeakCheckCatchesAnUnclosedGoroutine(t *testing.T) {
 // was running before the check start one that lives on past it.
 func TestLeakCheckIgnoresGoroutinesOfParallelTests(t *testing.T) {
 	t.Parallel() // each waits out the check's 5 s for a leak to end
+	skipUnderRace(t)
 	stop, start := make(chan struct{}), make(chan struct{})
 	defer close(stop)
 	started := make(chan struct{})
@@ -174,6 +178,7 @@ func (l *leaksOnThrottled) Retry(k budget.Kind) bool {
 // kind alone is found.
 func TestLeakCheckCallsEveryKind(t *testing.T) {
 	t.Parallel() // each waits out the check's 5 s for a leak to end
+	skipUnderRace(t)
 	stop := make(chan struct{})
 	defer close(stop)
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "leaks on a throttled retry", Model: bucket,
@@ -201,6 +206,8 @@ func (s stuckAfterClose) Success(k budget.Kind)    { s.do(model.OpSuccess(model.
 // A budget whose calls block once Close has run fails the Leak check's
 // race of calls against Close, which names the rule.
 func TestCallsAfterCloseMustReturn(t *testing.T) {
+	t.Parallel()
+	skipUnderRace(t)
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{
 		Name: "stuck after Close", Model: bucket,
 		New: func(*testing.T, budget.Clock) budget.Budget { return stuckAfterClose{newOwned(bucket)} },

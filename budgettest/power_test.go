@@ -32,6 +32,7 @@ var refilling = model.TokenBucket{Capacity: 30_000, TransientCost: 14_000, Throt
 // model, so a bucket that drops refill fractions is caught; before, no
 // clock step was made and it passed.
 func TestTimingFromTheModel(t *testing.T) {
+	t.Parallel()
 	sub := budgettest.Subject[model.TokenBucketState]{Name: "LostFraction", Model: refilling,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget { return mutants.NewLostFraction(refilling, c) }}
 	err := budgettest.VerifyCheck(t, sub, budgettest.CheckSequential)
@@ -50,6 +51,7 @@ func TestTimingFromTheModel(t *testing.T) {
 // A model of your own whose answers depend on time, on a subject with no
 // timing, fails the subject: no check would move the clock.
 func TestTimeDependentModelNeedsTiming(t *testing.T) {
+	t.Parallel()
 	sub := budgettest.Subject[model.TokenBucketState]{Name: "untimed", Model: plain[model.TokenBucketState]{refilling},
 		New: func(_ *testing.T, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(refilling)(c) }}
 	err := budgettest.Verify(t, sub)
@@ -76,6 +78,7 @@ type lyingTimed struct{ plain[model.TokenBucketState] }
 func (lyingTimed) Timing() (time.Duration, time.Duration) { return 0, 0 }
 
 func TestTimedModelThatLies(t *testing.T) {
+	t.Parallel()
 	err := budgettest.Verify(t, budgettest.Subject[model.TokenBucketState]{Name: "liar", Model: lyingTimed{plain[model.TokenBucketState]{refilling}},
 		New: func(_ *testing.T, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(refilling)(c) }})
 	if err == nil || !strings.Contains(err.Error(), "Timing() says time changes no answer") {
@@ -94,6 +97,7 @@ type offset struct {
 func (o offset) Available() float64 { return o.TokenBucket.Available() + o.by }
 
 func TestBalanceComparedToAThousandth(t *testing.T) {
+	t.Parallel()
 	m := model.TokenBucket{Capacity: 20_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
 	sub := func(by float64) budgettest.Subject[model.TokenBucketState] {
 		return budgettest.Subject[model.TokenBucketState]{Name: "offset", Model: m,
@@ -136,6 +140,7 @@ func (o *overgrant) Success(k budget.Kind) { o.b.Success(k) }
 // The Invariant check runs for a model of your own (before, it was
 // skipped): its bursts bound grants both ways for any deterministic model.
 func TestInvariantForAModelOfYourOwn(t *testing.T) {
+	t.Parallel()
 	m := model.TokenBucket{Capacity: 20_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
 	sub := budgettest.Subject[model.TokenBucketState]{Name: "overgrant", Model: plain[model.TokenBucketState]{m},
 		New: func(_ *testing.T, c budget.Clock) budget.Budget { return &overgrant{b: seqcheck.NewTokenBucket(m)(c)} }}
@@ -152,6 +157,7 @@ func TestInvariantForAModelOfYourOwn(t *testing.T) {
 // The Replay check's volume replay puts 140,000 calls in one window: a
 // request count that wraps at 2^16 is caught by it, and was by nothing.
 func TestVolumeReplay(t *testing.T) {
+	t.Parallel()
 	m := model.SRE()
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.RatioState]{Name: "WrappingCount", Model: m,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget { return mutants.NewWrappingCount(m, c) }}, budgettest.CheckReplay)
@@ -163,6 +169,7 @@ func TestVolumeReplay(t *testing.T) {
 // The jump replays, which land beside the thresholds where elapsed × rate
 // overflows, catch a refill that overflows.
 func TestJumpsBesideOverflow(t *testing.T) {
+	t.Parallel()
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "OverflowingRefill", Model: refilling,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget { return mutants.NewOverflowingRefill(refilling, c) }}, budgettest.CheckReplay)
 	if err == nil || !strings.Contains(err.Error(), "replay \"jump of") {
@@ -195,6 +202,7 @@ func (g *grantsBesideSuccess) Success(k budget.Kind) {
 // The Invariant check runs the family invariants after the bursts, and a
 // budget they alone can see fails it by them.
 func TestInvariantChecksTheFamilyAfterTheBursts(t *testing.T) {
+	t.Parallel()
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.ThrottleState]{Name: "grants beside a success", Model: grpc,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget {
 			return &grantsBesideSuccess{Budget: seqcheck.NewThrottle(grpc)(c)}
@@ -215,6 +223,7 @@ func (m timedAs) Timing() (time.Duration, time.Duration) { return m.scale, m.hor
 // A model's Timing is checked like a subject's Scale and Horizon: a horizon
 // as long as the scale is fine, a shorter one is not.
 func TestModelTimingChecked(t *testing.T) {
+	t.Parallel()
 	newB := func(_ *testing.T, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(refilling)(c) }
 	tm := func(scale, horizon time.Duration) budgettest.Subject[model.TokenBucketState] {
 		return budgettest.Subject[model.TokenBucketState]{Name: "timed as told", Model: timedAs{plain[model.TokenBucketState]{refilling}, scale, horizon}, New: newB}
@@ -233,6 +242,7 @@ func TestModelTimingChecked(t *testing.T) {
 // The probe of a model's use of time steps the clock once, between two
 // calls, and shows that history beside the same calls without the step.
 func TestTimeProbeStepsOnce(t *testing.T) {
+	t.Parallel()
 	sub := budgettest.Subject[model.TokenBucketState]{Model: plain[model.TokenBucketState]{refilling},
 		New: func(_ *testing.T, c budget.Clock) budget.Budget { return seqcheck.NewTokenBucket(refilling)(c) }}
 	err := budgettest.Verify(t, sub)
@@ -262,6 +272,7 @@ func (f fractional) Available() float64 {
 // the long runs); rounded to the nearest milli-unit, as the check once
 // did, 8.0006 was 8.001 against the model's 8.000, and it failed.
 func TestFloatBalanceWithinAThousandthPasses(t *testing.T) {
+	t.Parallel()
 	sub := budgettest.Subject[model.TokenBucketState]{Name: "Fractional", Model: refilling,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget {
 			return fractional{seqcheck.NewTokenBucket(refilling)(c)}
@@ -294,6 +305,7 @@ func (f flaky) Retry(k budget.Kind) bool {
 // Sequential check with a sentence that says so, not only with rapid's
 // "flaky test" report.
 func TestSequentialSaysWhenAFailureDoesNotReproduce(t *testing.T) {
+	t.Parallel()
 	flakyCount.Store(0)
 	m := model.AWS()
 	sub := budgettest.Subject[model.TokenBucketState]{Name: "Flaky", Model: m,

@@ -16,6 +16,7 @@ import (
 // A budget that fails every replay is reported with its first three, not
 // one and not all: enough to see a pattern, few enough to read.
 func TestReplayReportsThreeFailures(t *testing.T) {
+	t.Parallel()
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "generous", Model: refill,
 		New: func(*testing.T, budget.Clock) budget.Budget { return generous{} }}, budgettest.CheckReplay)
 	if err == nil {
@@ -39,6 +40,7 @@ func shiftedRatio(m model.Ratio, by time.Duration) budgettest.Factory {
 // Replay makes calls on the slot boundaries and a nanosecond either side of
 // them, and steps between them, where a slot off by one nanosecond shows.
 func TestReplayCallsBesideABoundary(t *testing.T) {
+	t.Parallel()
 	m := model.Ratio{PPM: 100_000, Window: 10 * time.Second, Slots: 10, Floor: 3}
 	for _, by := range []time.Duration{1, -1} {
 		err := budgettest.VerifyCheck(t, budgettest.Subject[model.RatioState]{Name: "one ns off", Model: m, New: shiftedRatio(m, by)}, budgettest.CheckReplay)
@@ -75,6 +77,7 @@ func gapIgnoring(m model.TokenBucket, limit time.Duration) budgettest.Factory {
 // On the wall clock, Replay jumps a thousand horizons, and a budget that
 // ignores long gaps shows.
 func TestReplayJumpsFarOnTheWallClock(t *testing.T) {
+	t.Parallel()
 	tm := seqcheck.TokenBucketTiming(refill)
 	err := budgettest.VerifyCheck(t, budgettest.Subject[model.TokenBucketState]{Name: "ignores long gaps", Model: refill, WallClock: true,
 		Scale: tm.Scale, Horizon: tm.Horizon, New: gapIgnoring(refill, 100*tm.Horizon)}, budgettest.CheckReplay)
@@ -88,6 +91,7 @@ func TestReplayJumpsFarOnTheWallClock(t *testing.T) {
 // drops refill fractions is caught there. The bucket's scale is 10 ns: a
 // cost of 3 milli-tokens at 0.3 milli-tokens a nanosecond.
 func TestReplayFractionsOnANanosecondScale(t *testing.T) {
+	t.Parallel()
 	m := model.TokenBucket{Capacity: 30, TransientCost: 3, ThrottledCost: 3, SuccessBonus: 1, RefillPerSecond: 300_000_000}
 	tm := seqcheck.TokenBucketTiming(m)
 	if tm.Scale != 10 {

@@ -54,6 +54,7 @@ func tpsGrants(retryPercent float32, requests int) (byPort, byModel int) {
 // requests, 33% instead of 30%. The sequential check finds it as a retry
 // the port grants and the model denies.
 func TestTowerRetryPercentTruncation(t *testing.T) {
+	t.Parallel()
 	t.Run("Measured", func(t *testing.T) {
 		// 1000 requests at one instant, on top of a reserve of
 		// min_per_sec × ttl = 1 retry.
@@ -97,6 +98,7 @@ func TestTowerRetryPercentTruncation(t *testing.T) {
 // The configurations where 1/retry_percent is an integer: the port of
 // TpsBudget passes every check against the model of its intended rule.
 func TestTowerTpsBudgetConforms(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, tpsSubject(0.25))
 }
@@ -105,6 +107,7 @@ func TestTowerTpsBudgetConforms(t *testing.T) {
 // tps_leaky, tps_slots and tps_reserve in tps_budget.rs), with tokio's
 // paused clock as a ManualClock.
 func TestTowerPortPassesTowersTests(t *testing.T) {
+	t.Parallel()
 	retry := func(b *tpsBudget) bool { return b.Retry(budget.Transient) }
 	t.Run("Empty", func(t *testing.T) {
 		if b := newTpsBudget(time.Second, 0, 1, new(budget.ManualClock)); retry(b) {

@@ -34,6 +34,7 @@ const (
 // endsProblems accepts the structure budget.Retrier keeps and a hedge's,
 // and names what is wrong with each way of breaking it.
 func TestEveryStartEndsStructure(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		log  []endsEvent
@@ -81,6 +82,7 @@ func TestEveryStartEndsStructure(t *testing.T) {
 // The reference loop passes EveryStartEnds; go test -run EveryStartEnds
 // -count=20 repeats it.
 func TestEveryStartEndsRetrier(t *testing.T) {
+	t.Parallel()
 	checkEveryStartEnds(t, RetrierLoop())
 }
 
@@ -126,6 +128,7 @@ func (e *endsAtCallEnd) CallEnd() {
 // ends, with the reason a budget leaks, and one that breaks the structure,
 // naming the path and listing what the budget saw.
 func TestEveryStartEndsCatches(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		loop Loop
 		want []string

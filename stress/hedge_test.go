@@ -171,6 +171,7 @@ func hedgeLoop() stress.Loop {
 // A loop that hedges keeps every promise, every time: the checks count
 // attempts made after a cancel, not attempts, and wait for its losers.
 func TestHedgePassesLoopChecks(t *testing.T) {
+	t.Parallel()
 	for range *loopReps {
 		for _, c := range stress.LoopChecks() {
 			t.Run(c.Name, func(t *testing.T) {
@@ -188,5 +189,6 @@ func TestHedgePassesLoopChecks(t *testing.T) {
 }
 
 func TestHedgePassesIsolatedLoopChecks(t *testing.T) {
+	t.Parallel()
 	budgettest.RunLoop(t, hedgeLoop())
 }

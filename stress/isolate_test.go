@@ -17,6 +17,7 @@ import (
 // bubble check fail within moments, "N attempts at one instant", instead of
 // hanging the child until it is killed (2 minutes, before the spin guard).
 func TestSpinningLoopReportedAtOnce(t *testing.T) {
+	t.Parallel()
 	spin := Loop{Name: "Spins", Call: func(ctx context.Context, _ budget.Budget, _ Settings, op func(context.Context) error) error {
 		for {
 			op(ctx) // ignores ctx and every error
@@ -76,6 +77,7 @@ func wholeDump(t *testing.T, o Outcome, want string) {
 // A child that hangs past its timeout prints every goroutine's stack
 // (testing's own timeout), and the outcome keeps all of it.
 func TestHungChildKeepsWholeStackDump(t *testing.T) {
+	t.Parallel()
 	outcomes := isolate(t, hangs, []string{"NoAttemptOnDoneContext"}, 3*time.Second, 0)
 	if outcomes == nil {
 		return
@@ -86,6 +88,7 @@ func TestHungChildKeepsWholeStackDump(t *testing.T) {
 // When the parent has to stop the child itself, it sends SIGQUIT, and the
 // outcome keeps the stack dump the Go runtime prints.
 func TestKilledChildKeepsWholeStackDump(t *testing.T) {
+	t.Parallel()
 	outcomes := isolate(t, hangs, []string{"NoAttemptOnDoneContext"}, time.Hour, 3*time.Second)
 	if outcomes == nil {
 		return
@@ -100,6 +103,7 @@ func TestKilledChildKeepsWholeStackDump(t *testing.T) {
 // What the child prints after the check's result line is kept, and a child
 // that dies after its check passed is a crash, not a pass.
 func TestOutputAfterResultKept(t *testing.T) {
+	t.Parallel()
 	l := RetrierLoop()
 	outcomes := isolate(t, l, []string{"NoAttemptOnDoneContext"}, time.Minute, 0)
 	if outcomes == nil {
@@ -126,6 +130,7 @@ const probeEnv = "RETRYBUDGET_LOOPCHECK_PROBE"
 // A Skip key that names no check fails IsolatedLoopChecks, with the key
 // and the names of the checks.
 func TestUnknownSkipKeyFails(t *testing.T) {
+	t.Parallel()
 	typo := Loop{Name: "Typo", Call: RetrierLoop().Call, Skip: map[string]string{"MaxElapsed": "no elapsed limit"}}
 	if os.Getenv(probeEnv) == "unknown Skip key" {
 		IsolatedLoopChecks(t, typo, 0)
@@ -158,6 +163,7 @@ func TestUnknownSkipKeyFails(t *testing.T) {
 // and the field, before any child process starts: no check runs, and
 // nothing crashes.
 func TestNilCallFailsOnce(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(probeEnv) == "nil Call" {
 		IsolatedLoopChecks(t, Loop{Name: "NoCall"}, 0)
 		t.Log("not stopped")
@@ -181,6 +187,7 @@ func TestNilCallFailsOnce(t *testing.T) {
 
 // IsolatedLoopChecks runs the checks it names, and no other.
 func TestIsolatedLoopChecksRunsThoseOnly(t *testing.T) {
+	t.Parallel()
 	l := RetrierLoop()
 	outcomes := IsolatedLoopChecks(t, l, time.Minute, "NoAttemptOnDoneContext", "PermanentNeverRetried")
 	if outcomes == nil {
@@ -201,6 +208,7 @@ func TestIsolatedLoopChecksRunsThoseOnly(t *testing.T) {
 // panicked and which Skip to use, rather than crashing their child
 // process.
 func TestLoopPanicIsNamed(t *testing.T) {
+	t.Parallel()
 	l := RetrierLoop()
 	inner := l.Call
 	l.Name = "ZeroDelayPanics"

@@ -12,6 +12,7 @@ var loopReps = flag.Int("loop.reps", 20, "repetitions of the loop checks on budg
 
 // The reference loop keeps every promise, every time.
 func TestRetrierPassesLoopChecks(t *testing.T) {
+	t.Parallel()
 	for range *loopReps {
 		for _, c := range stress.LoopChecks() {
 			t.Run(c.Name, func(t *testing.T) {
@@ -31,5 +32,6 @@ func TestRetrierPassesLoopChecks(t *testing.T) {
 // budgettest.RunLoop isolates each check in a child process; the reference
 // loop passes there too.
 func TestRetrierPassesIsolatedLoopChecks(t *testing.T) {
+	t.Parallel()
 	budgettest.RunLoop(t, stress.RetrierLoop())
 }

@@ -29,6 +29,7 @@ var neverAttempts = Loop{Name: "NeverAttempts", Call: func(ctx context.Context, 
 // situation the check needs, fails with "premise not reached" (it used to
 // pass, for want of a test).
 func TestPremiseNotReached(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		check string
 		loop  Loop
@@ -105,6 +106,7 @@ func TestPremiseNotReached(t *testing.T) {
 // most 1h reached a deadline 1s away was chance. The FixedDelay probe
 // makes it a premise failure naming FixedDelay in every run.
 func TestJitteringAdapterFailsTheSameEveryRun(t *testing.T) {
+	t.Parallel()
 	l := retrier("Jittering", func(s *Settings) { s.FixedDelay, s.NoJitter = false, false })
 	for i := range 5 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/retrybudget/retrybudget/internal/harness"
 )
 
 // The environment of a child: which call of the suite it runs the
@@ -239,10 +241,12 @@ func SaveOutcome(c *Child, key string, result []byte) error {
 
 // childEnvironment is the parent's environment without a child's marks,
 // with the race detector (if the parent's variables reach a child built
-// with it) not sleeping at exit.
+// with it) not sleeping at exit: see harness.ChildEnv. A child of a race
+// parent slept its default second at exit, most of the time of each of
+// the Replay check's children under -race.
 func childEnvironment() []string {
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range harness.ChildEnv() {
 		if strings.HasPrefix(kv, childEnv+"=") || strings.HasPrefix(kv, outEnv+"=") || strings.HasPrefix(kv, priorEnv+"=") {
 			continue
 		}

@@ -19,6 +19,7 @@ func repeat(c []model.Op, g int) [][]model.Op {
 // A churn's premise holds exactly where no order of the goroutines' calls
 // can reach a clamp or change an answer's effect.
 func TestChurnPremise(t *testing.T) {
+	t.Parallel()
 	grpc := model.Throttle{Max: 10_000, Ratio: 100}
 	at := func(tokens int64) model.ThrottleState { return model.ThrottleState{Tokens: tokens} }
 	cycle := cycleFor[model.ThrottleState](grpc, at(7_000), model.Transient)
@@ -71,6 +72,7 @@ func TestChurnPremise(t *testing.T) {
 
 // A plan is never denials alone.
 func TestChurnPlanNeedsAChange(t *testing.T) {
+	t.Parallel()
 	tb := model.TokenBucket{Capacity: 20_000, TransientCost: 14_000, ThrottledCost: 5_000, SuccessBonus: 1_000}
 	empty := model.TokenBucketState{}
 	for seed := range uint64(20) {

@@ -44,6 +44,7 @@ func run(t *testing.T, seed uint64, step time.Duration, newBudget func(budget.Cl
 var stressRuns = flag.Int("stress.runs", 5, "stress runs of each reference budget")
 
 func TestReferenceBudgetsHoldTheirInvariants(t *testing.T) {
+	t.Parallel()
 	runs := *stressRuns
 	for seed := range uint64(runs) {
 		if err := run(t, seed, 0, seqcheck.NewTokenBucket(bucket)).CheckTokenBucket(bucket); err != nil {
@@ -83,6 +84,7 @@ func catch(t *testing.T, n int, newBudget func(budget.Clock) budget.Budget, chec
 // ten with two CPU-burning loops beside it): it stops at the first catch,
 // and gives up after 2,000, which at that rate misses once in millions.
 func TestInvariantCatchesCheckThenAct(t *testing.T) {
+	t.Parallel()
 	tight := model.TokenBucket{Capacity: 3_000, TransientCost: 1_000, ThrottledCost: 1_000}
 	err := catch(t, 2000, func(budget.Clock) budget.Budget { return mutants.NewCheckThenAct(tight) },
 		func(r *stressrun.Run) error { return r.CheckTokenBucket(tight) })
@@ -93,11 +95,13 @@ func TestInvariantCatchesCheckThenAct(t *testing.T) {
 }
 
 func TestInvariantCatchesThresholdOffByOne(t *testing.T) {
+	t.Parallel()
 	catch(t, 5, func(budget.Clock) budget.Budget { return mutants.NewThresholdOffByOne(throttle) },
 		func(r *stressrun.Run) error { return r.CheckThrottle(throttle) })
 }
 
 func TestInvariantCatchesFloorAdded(t *testing.T) {
+	t.Parallel()
 	catch(t, 5, func(c budget.Clock) budget.Budget { return mutants.NewFloorAdded(window, c) },
 		func(r *stressrun.Run) error { return r.CheckRatio(window) })
 }
@@ -115,6 +119,7 @@ func (d *deadlocked) Retry(budget.Kind) bool {
 func (d *deadlocked) Success(budget.Kind) {}
 
 func TestWatchdogReportsADeadlock(t *testing.T) {
+	t.Parallel()
 	_, err := stressrun.Stress(stressrun.Config{Goroutines: 4, Ops: 10, Timeout: 500 * time.Millisecond},
 		subject(func(budget.Clock) budget.Budget { return &deadlocked{} }))
 	var f *harness.Fault
@@ -147,6 +152,7 @@ func (b *slowBudget) Success(budget.Kind) {}
 // a run cut short, with the calls it made, and no fault: slow is not
 // stuck. A deadlock still reaches Timeout (TestWatchdogReportsADeadlock).
 func TestSlowBudgetIsCutShortNotStuck(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	run, err := stressrun.Stress(stressrun.Config{Goroutines: 16, Ops: 200, Timeout: 20 * time.Second, Within: 200 * time.Millisecond},
 		subject(func(budget.Clock) budget.Budget { return &slowBudget{tokens: 1 << 30} }))
@@ -167,6 +173,7 @@ func TestSlowBudgetIsCutShortNotStuck(t *testing.T) {
 }
 
 func TestPanickingBudgetIsAnError(t *testing.T) {
+	t.Parallel()
 	_, err := stressrun.Stress(stressrun.Config{Goroutines: 4, Ops: 10},
 		subject(func(budget.Clock) budget.Budget { return panicky{} }))
 	var f *harness.Fault
@@ -224,6 +231,7 @@ func (t *lostUpdateThrottle) Available() float64 { return float64(t.milli.Load()
 // crediting the throttle back, which in any order ends where it started,
 // end elsewhere. The reference throttle passes the same runs.
 func TestBurstsChurnFindsALostUpdate(t *testing.T) {
+	t.Parallel()
 	grpc := model.Throttle{Max: 10_000, Ratio: 100}
 	for seed := range uint64(3) {
 		sub := harness.Subject[model.ThrottleState]{Name: "lost update", Model: grpc,
@@ -270,6 +278,7 @@ func (s *slowly) Available() float64 {
 // passes, cut short; one that parts from its model is still caught in the
 // calls made.
 func TestBurstsStopped(t *testing.T) {
+	t.Parallel()
 	small := model.Throttle{Max: 10, Ratio: 100}
 	for _, broken := range []bool{false, true} {
 		sub := harness.Subject[model.ThrottleState]{Name: "slow", Model: small, New: func(budget.Clock) budget.Budget {

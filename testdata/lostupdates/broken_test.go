@@ -177,7 +177,8 @@ const childEnv = "LOSTUPDATES_CHILD"
 // so a race report counts as a catch as well as the suite's failure.
 func inChild(t *testing.T, name string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestBroken$/^"+regexp.QuoteMeta(name)+"$", "-test.v", "-test.count=1", "-test.timeout=20m")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
+	// The child need not wait the race detector's default second at exit.
+	cmd.Env = append(os.Environ(), childEnv+"=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	out, _ := cmd.CombinedOutput()
 	caught := strings.Contains(string(out), "CAUGHT: ")
 	if n := strings.Count(string(out), "WARNING: DATA RACE"); n > 0 {

@@ -15,6 +15,7 @@ import (
 // preempted, with its source, where it resumed, and the answer the model
 // gives otherwise.
 func TestSearchTellsTheInterleavingInTheBudgetsLines(t *testing.T) {
+	t.Parallel()
 	f, err := linearizability.Search(t, linearizability.Target[model.TokenBucketState]{
 		Name:      "CheckThenAct",
 		Model:     bucket,

@@ -171,6 +171,7 @@ func deepGrants(b budget.Budget, m model.TokenBucket, from int64, kind budget.Ki
 // Retry(transient) in those windows. Then V asks Retry(transient) until
 // the model denies.
 func TestDeepSpinThenStore(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"SpinThenCAS", "SpinThenStore"} {
 		c := deepSubjectNamed(name)
 		b, v, g, slow, finals := deepSchedule(c)
@@ -203,6 +204,7 @@ func TestDeepSpinThenStore(t *testing.T) {
 // read, with G's Retry(throttled), Retry(transient), Success(transient) in
 // those windows. Then G's fourth call is Retry(transient).
 func TestDeepSeqlock(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"PackedSeqlock", "SplitSeqlock"} {
 		c := deepSubjectNamed(name)
 		b, v, g, slow, finals := deepSchedule(c)
@@ -240,6 +242,7 @@ func TestDeepSeqlock(t *testing.T) {
 // does. That no schedule at all of two preemptions shows the bugs is
 // proved in deep.go's comments; this checks the hand schedules' part.
 func TestDeepTwoWindows(t *testing.T) {
+	t.Parallel()
 	for _, c := range deepSubjects {
 		r := newDeepRule(c.model)
 		for _, early := range []bool{false, true} {
@@ -283,6 +286,7 @@ func TestDeepTwoWindows(t *testing.T) {
 // random sequential histories: the answer of every call and the balance
 // after it.
 func TestDeepSequential(t *testing.T) {
+	t.Parallel()
 	ops := []model.Op{
 		model.OpRequest,
 		model.OpRetry(budget.Transient), model.OpRetry(budget.Throttled),
@@ -349,6 +353,7 @@ func (y yieldSteps) slowPublish(v deepView, n int64) bool {
 // bucket loses only what it grants, and gets back at most what it is
 // credited). At the end, with every retry refunded, the bucket is full.
 func TestDeepConcurrent(t *testing.T) {
+	t.Parallel()
 	for _, c := range deepSubjects {
 		if c.mutant {
 			continue

@@ -165,6 +165,7 @@ func newNarrow(c budget.Clock) budget.Budget { return NewNarrowSlotTag(NarrowSlo
 func newWide(c budget.Clock) budget.Budget   { return NewWideSlotTag(WideSlotTagModel, c) }
 
 func TestSlotTag(t *testing.T) {
+	t.Parallel()
 	t.Run("ordinary", func(t *testing.T) {
 		ordinaryFollows(t, NarrowSlotTagModel, false, 3*time.Second, newNarrow)
 		ordinaryFollows(t, WideSlotTagModel, false, 3*time.Second, newWide)
@@ -210,6 +211,7 @@ func newTick32(c budget.Clock) budget.Budget { return NewTick32Bucket(Tick32Buck
 func newTick64(c budget.Clock) budget.Budget { return NewTick64Bucket(Tick64BucketModel, c) }
 
 func TestTickBucket(t *testing.T) {
+	t.Parallel()
 	t.Run("ordinary", func(t *testing.T) {
 		ordinaryFollows(t, Tick32BucketModel, false, 3*time.Second, newTick32)
 		ordinaryFollows(t, Tick64BucketModel, false, 3*time.Second, newTick64)
@@ -289,6 +291,7 @@ func closeRace(t *testing.T, newB func(budget.Clock) budget.Budget) (granted boo
 }
 
 func TestActorClose(t *testing.T) {
+	t.Parallel()
 	t.Run("ordinary", func(t *testing.T) {
 		ordinaryFollows(t, ActorCloseRaceModel, false, 3*time.Second, newActorRace)
 		ordinaryFollows(t, ActorSafeCloseModel, false, 3*time.Second, newActorSafe)
@@ -385,6 +388,7 @@ func newABA(budget.Clock) budget.Budget    { return NewABAStack(ABAStackModel) }
 func newTagged(budget.Clock) budget.Budget { return NewTaggedStack(TaggedStackModel) }
 
 func TestStack(t *testing.T) {
+	t.Parallel()
 	t.Run("ordinary", func(t *testing.T) {
 		ordinaryFollows(t, ABAStackModel, false, time.Second, newABA)
 		ordinaryFollows(t, TaggedStackModel, false, time.Second, newTagged)
@@ -444,6 +448,7 @@ func TestStack(t *testing.T) {
 // Class 5: a keyed budget's eviction.
 
 func TestKeyedEviction(t *testing.T) {
+	t.Parallel()
 	t.Run("ordinary", func(t *testing.T) {
 		ordinaryFollows(t, EvictFullQuotaModel, false, time.Second, NewEvictFullQuotaView)
 		ordinaryFollows(t, SafeKeyedModel, false, time.Second, NewSafeKeyedView)
@@ -513,6 +518,7 @@ func TestKeyedEviction(t *testing.T) {
 // Class 6: a keyed in-flight budget's idle eviction.
 
 func TestKeyedInFlight(t *testing.T) {
+	t.Parallel()
 	evict := func(c budget.Clock) budget.Budget { return NewEvictIdleInFlightView(c) }
 	safe := func(c budget.Clock) budget.Budget { return NewSafeKeyedInFlightView(c) }
 	t.Run("ordinary", func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 // after a long idle gap fail the Replay check, at the gap where they wrap,
 // on every run (the replays are fixed sequences).
 func TestIdleGapMutantsCaught(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, gap string
 		verify    func(t *testing.T) error
@@ -41,11 +42,14 @@ func TestIdleGapMutantsCaught(t *testing.T) {
 // TestGapTwinsPassTheSuite: the same designs with wide counters pass every
 // check.
 func TestGapTwinsPassTheSuite(t *testing.T) {
+	t.Parallel()
 	t.Run("WideSlotTag", func(t *testing.T) {
+		t.Parallel()
 		budgettest.Run(t, budgettest.Subject[model.RatioState]{Name: "WideSlotTag", Model: WideSlotTagModel,
 			New: func(_ *testing.T, c budget.Clock) budget.Budget { return NewWideSlotTag(WideSlotTagModel, c) }})
 	})
 	t.Run("Tick64Bucket", func(t *testing.T) {
+		t.Parallel()
 		budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{Name: "Tick64Bucket", Model: Tick64BucketModel,
 			New: func(_ *testing.T, c budget.Clock) budget.Budget { return NewTick64Bucket(Tick64BucketModel, c) }})
 	})
@@ -54,6 +58,7 @@ func TestGapTwinsPassTheSuite(t *testing.T) {
 // TestCloseRaceCaught: the actor whose Close closes the channel calls send
 // on fails the Leak check's race of calls against Close, on every run.
 func TestCloseRaceCaught(t *testing.T) {
+	t.Parallel()
 	t.Run("ActorCloseRace", func(t *testing.T) {
 		sub := budgettest.Subject[model.TokenBucketState]{Name: "ActorCloseRace", Model: ActorCloseRaceModel,
 			New: func(_ *testing.T, c budget.Clock) budget.Budget { return NewActorCloseRace(ActorCloseRaceModel, c) }}
@@ -72,6 +77,7 @@ func TestCloseRaceCaught(t *testing.T) {
 // TestActorSafeClosePassesTheSuite: the twin, whose calls racing Close
 // return, passes every check.
 func TestActorSafeClosePassesTheSuite(t *testing.T) {
+	t.Parallel()
 	budgettest.Run(t, budgettest.Subject[model.TokenBucketState]{Name: "ActorSafeClose", Model: ActorSafeCloseModel,
 		New: func(_ *testing.T, c budget.Clock) budget.Budget { return NewActorSafeClose(ActorSafeCloseModel, c) }})
 }
@@ -106,6 +112,7 @@ func inFlightSubject(name string, budgetOf func(clock budget.Clock) func(string)
 // charge shows as a retry too many); one that drops an idle key with calls
 // in flight fails Replay, whose idle gaps hold calls in flight.
 func TestKeyedMutantsCaught(t *testing.T) {
+	t.Parallel()
 	t.Run("EvictFullQuota", func(t *testing.T) {
 		err := budgettest.VerifyCheck(t, evictFullQuotaSubject(), budgettest.CheckInvariant)
 		if err == nil {
@@ -130,6 +137,7 @@ func TestKeyedMutantsCaught(t *testing.T) {
 // TestKeyedMutantCaughtByLinearizable: the dropped charge also breaks
 // linearizability, found by the checks' default stages.
 func TestKeyedMutantCaughtByLinearizable(t *testing.T) {
+	t.Parallel()
 	if err := budgettest.VerifyCheck(t, evictFullQuotaSubject(), budgettest.CheckLinearizable); err == nil {
 		t.Fatal("passed the Linearizable check")
 	}
@@ -138,8 +146,13 @@ func TestKeyedMutantCaughtByLinearizable(t *testing.T) {
 // TestKeyedTwinsPassTheSuite: the twins, which drop only what no call
 // holds, pass every check with their keys coming and going.
 func TestKeyedTwinsPassTheSuite(t *testing.T) {
-	t.Run("SafeKeyed", func(t *testing.T) { budgettest.Run(t, safeKeyedSubject()) })
+	t.Parallel()
+	t.Run("SafeKeyed", func(t *testing.T) {
+		t.Parallel()
+		budgettest.Run(t, safeKeyedSubject())
+	})
 	t.Run("SafeKeyedInFlight", func(t *testing.T) {
+		t.Parallel()
 		budgettest.Run(t, inFlightSubject("SafeKeyedInFlight", func(c budget.Clock) func(string) budget.InFlightBudget {
 			return NewSafeKeyedInFlight(SafeKeyedInFlightModel, KeyedIdleTimeout, c).Budget
 		}))
@@ -164,6 +177,7 @@ func deepSuiteSubject(name string, m model.TokenBucket, newB func(model.TokenBuc
 // goroutines, fail it there at two. On every run: the stage's schedules are the same on every
 // run.
 func TestDeepMutantsCaught(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		sub   budgettest.Subject[model.TokenBucketState]
 		where string
@@ -193,12 +207,16 @@ func TestDeepMutantsCaught(t *testing.T) {
 // compare-and-swap or inside the packed word's version, and whose stack's
 // head carries a tag, pass every check.
 func TestDeepTwinsPassTheSuite(t *testing.T) {
+	t.Parallel()
 	for _, sub := range []budgettest.Subject[model.TokenBucketState]{
 		deepSuiteSubject("SpinThenCAS", SpinThenCASModel, func(m model.TokenBucket) budget.Budget { return NewSpinThenCAS(m) }),
 		deepSuiteSubject("PackedSeqlock", PackedSeqlockModel, func(m model.TokenBucket) budget.Budget { return NewPackedSeqlock(m) }),
 		deepSuiteSubject("TaggedStack", TaggedStackModel, func(m model.TokenBucket) budget.Budget { return NewTaggedStack(m) }),
 		deepSuiteSubject("TaggedPool", TaggedPoolModel, func(model.TokenBucket) budget.Budget { return NewTaggedPool(nil) }),
 	} {
-		t.Run(sub.Name, func(t *testing.T) { budgettest.Run(t, sub) })
+		t.Run(sub.Name, func(t *testing.T) {
+			t.Parallel()
+			budgettest.Run(t, sub)
+		})
 	}
 }

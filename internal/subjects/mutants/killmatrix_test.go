@@ -136,6 +136,7 @@ const childEnv = "RETRYBUDGET_KILLMATRIX_CHILD"
 // racy row, so that the race detector can fail it without failing the
 // parent.
 func TestRacyChild(t *testing.T) {
+	t.Parallel()
 	name, check, ok := strings.Cut(os.Getenv(childEnv), "|")
 	if !ok {
 		t.Skip("runs only as a child of TestKillMatrix")
@@ -179,6 +180,7 @@ func runOnce(t *testing.T, r row, c budgettest.Check) (verdict, detail string) {
 }
 
 func TestKillMatrix(t *testing.T) {
+	t.Parallel()
 	rs := rows()
 	checks := budgettest.Checks()
 	var cells []matrix.Cell
@@ -306,6 +308,7 @@ func firstLines(s string, n int) string {
 // has: the names are spelt in package mutants, which does not import the
 // suite.
 func TestCaughtByNamesACheck(t *testing.T) {
+	t.Parallel()
 	for _, m := range mutants.Budgets() {
 		if !slices.Contains(budgettest.Checks(), budgettest.Check(m.CaughtBy)) {
 			t.Errorf("%s: CaughtBy %q is none of budgettest.Checks() %q", m.Name, m.CaughtBy, budgettest.Checks())

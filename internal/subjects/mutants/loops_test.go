@@ -17,6 +17,7 @@ import (
 // -matrix.full), and prints the matrix. The references must pass
 // everything; each mutant must fail the check named for it.
 func TestLoopKillMatrix(t *testing.T) {
+	t.Parallel()
 	type row struct {
 		loop     stress.Loop
 		caughtBy string

@@ -52,6 +52,7 @@ func TestSequentialCatchesThresholdOffByOne(t *testing.T) {
 // The ratio mutants share a window implementation; without a bug it must
 // pass, so that a mutant's failure can only come from its bug.
 func TestCorrectRatioPassesSequential(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		m := seqcheck.DrawRatio(t)
 		seqcheck.Check(t, seqcheck.Subject[model.RatioState]{

@@ -265,6 +265,7 @@ func modelOutcomes[S any](m model.Model[S], setup []model.Op, first, second mode
 }
 
 func TestWildIsABug(t *testing.T) {
+	t.Parallel()
 	demos := map[string]bool{}
 	for _, d := range sequentialDemos() {
 		demos[d.name] = true

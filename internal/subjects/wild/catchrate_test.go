@@ -58,6 +58,7 @@ func mutantCases() []Case {
 // (that is how a caught run shows), so read the table it logs: it is a
 // measurement, run by hand or by make catchrates.
 func TestCatchRates(t *testing.T) {
+	t.Parallel()
 	if *catchRuns <= 0 {
 		t.Skip("a measurement: run with -catch.runs=N")
 	}

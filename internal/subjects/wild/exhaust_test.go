@@ -23,6 +23,7 @@ var exhaustRE = regexp.MustCompile(`found by the exhaustive stage \(every schedu
 //
 //	go run ./cmd/budgetcheck -run TestExhaustiveTable -exhaust.table ./internal/subjects/wild -instrument ./internal/subjects/mutants
 func TestExhaustiveTable(t *testing.T) {
+	t.Parallel()
 	if !*exhaustTable {
 		t.Skip("a measurement: run with -exhaust.table through cmd/budgetcheck")
 	}

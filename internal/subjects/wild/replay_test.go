@@ -18,6 +18,7 @@ var replayCatches = []string{"wild.FloatDriftBucket", "wild.TruncatedRefillBucke
 	"wild.WholeTokenCostBucket"}
 
 func TestReplayCatchesArithmeticBugs(t *testing.T) {
+	t.Parallel()
 	var caught []string
 	for _, c := range Cases() {
 		if err := c.Check(t, budgettest.CheckReplay); err != nil {

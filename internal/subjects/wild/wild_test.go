@@ -13,6 +13,7 @@ var runs = flag.Int("wild.runs", 0, "how many times TestWildCaught puts each cas
 // It is a measurement, run by hand or by make wild: some cases escape the
 // suite today, and that is what it reports.
 func TestWildCaught(t *testing.T) {
+	t.Parallel()
 	if *runs <= 0 {
 		t.Skip("a measurement: run with -wild.runs=N")
 	}

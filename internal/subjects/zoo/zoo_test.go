@@ -56,6 +56,7 @@ func rwBucketSubject() budgettest.Subject[model.TokenBucketState] {
 }
 
 func TestRWBucket(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, rwBucketSubject())
 }
@@ -71,6 +72,7 @@ func casBucketSubject() budgettest.Subject[model.TokenBucketState] {
 }
 
 func TestCASBucket(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, casBucketSubject())
 }
@@ -87,6 +89,7 @@ func refillBucketSubject() budgettest.Subject[model.TokenBucketState] {
 }
 
 func TestRefillBucket(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, refillBucketSubject())
 }
@@ -103,6 +106,7 @@ func ringRatioSubject() budgettest.Subject[model.RatioState] {
 }
 
 func TestRingRatio(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, ringRatioSubject())
 }
@@ -117,6 +121,7 @@ func actorThrottleSubject() budgettest.Subject[model.ThrottleState] {
 }
 
 func TestActorThrottle(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, actorThrottleSubject())
 }
@@ -145,6 +150,7 @@ func seqlockBucketSubject() budgettest.Subject[model.TokenBucketState] {
 }
 
 func TestSeqlockBucket(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, seqlockBucketSubject())
 }
@@ -160,6 +166,7 @@ func floatBucketSubject() budgettest.Subject[model.TokenBucketState] {
 }
 
 func TestFloatBucket(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, floatBucketSubject())
 }
@@ -175,6 +182,7 @@ func mutexInFlightSubject() budgettest.Subject[model.InFlightState] {
 }
 
 func TestMutexInFlight(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, mutexInFlightSubject())
 }
@@ -189,6 +197,7 @@ func packedInFlightSubject() budgettest.Subject[model.InFlightState] {
 }
 
 func TestPackedInFlight(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, packedInFlightSubject())
 }
@@ -204,6 +213,7 @@ func actorInFlightSubject() budgettest.Subject[model.InFlightState] {
 }
 
 func TestActorInFlight(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, actorInFlightSubject())
 }
@@ -219,6 +229,7 @@ func failsafeRuleInFlightSubject() budgettest.Subject[model.InFlightState] {
 }
 
 func TestFailsafeRuleInFlight(t *testing.T) {
+	t.Parallel()
 	skipUnderRace(t)
 	budgettest.Run(t, failsafeRuleInFlightSubject())
 }
@@ -228,6 +239,7 @@ func TestFailsafeRuleInFlight(t *testing.T) {
 // structure (ends of nothing in flight, non-retry kinds), and on every
 // parameter corner: no share, the whole share, no floor.
 func TestInFlightMatchModel(t *testing.T) {
+	t.Parallel()
 	type inflight interface {
 		budget.InFlightBudget
 		Available() float64
@@ -305,6 +317,7 @@ func TestInFlightMatchModel(t *testing.T) {
 // model does on long random sequences with clock steps far below and far
 // above a milli-token's worth of refill, driven one call at a time.
 func TestFloatAndSeqlockMatchModel(t *testing.T) {
+	t.Parallel()
 	type availer interface {
 		budget.Budget
 		Available() float64
@@ -362,6 +375,7 @@ func TestFloatAndSeqlockMatchModel(t *testing.T) {
 // do: a Request at the cap counts nothing, and a Retry with the retries at
 // the cap is denied even when the rule would admit it.
 func TestInFlightCountsStopAtCap(t *testing.T) {
+	t.Parallel()
 	const top = inflightMax
 	mu := NewMutexInFlight(1_000_000, top)
 	mu.calls, mu.retries = top-1, top-1
