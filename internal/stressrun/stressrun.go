@@ -161,6 +161,9 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 		defer t.Stop()
 	}
 	logs := make([][]Entry, c.Goroutines)
+	for g := range logs {
+		logs[g] = make([]Entry, 0, len(phases)*c.Ops) // a paired phase adds more
+	}
 	faults := make([]error, c.Goroutines)
 	for p, kind := range phases {
 		if p > 0 {
@@ -258,6 +261,11 @@ func stress[S any](c Config, sub harness.Subject[S]) (*Run, error) {
 	if bal, ok := b.(Balancer); ok {
 		run.Balance = append(run.Balance, bal.Available())
 	}
+	n := 0
+	for _, l := range logs {
+		n += len(l)
+	}
+	run.Entries = make([]Entry, 0, n)
 	for _, l := range logs {
 		run.Entries = append(run.Entries, l...)
 	}
