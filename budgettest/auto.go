@@ -205,16 +205,17 @@ func note(t *testing.T, name, line string) {
 	childNotes = append(childNotes, line)
 }
 
-// sendAndExit sends f as the child's outcome and ends the child.
+// sendAndExit sends f as the child's outcome and ends the child at once,
+// the check still running, without the test's cleanups.
 func sendAndExit(f *Failure) {
-	if data, err := json.Marshal(childOutcome{Failure: f}); err == nil {
-		control.WriteResult(data) // exits
+	if data, err := json.Marshal(childOutcome{Failure: f}); err == nil && control.WriteResult(data) == nil {
+		os.Exit(0)
 	}
 	os.Exit(2)
 }
 
-// runChild runs, in a child, the controlled stage of the check named by c
-// and writes its outcome.
+// runChild runs, in a child, the controlled stage of the check named by c,
+// writes its outcome, and ends the test t.
 func (sub Subject[S]) runChild(t *testing.T, c call) {
 	var o childOutcome
 	start := time.Now()
@@ -244,7 +245,11 @@ func (sub Subject[S]) runChild(t *testing.T, c call) {
 	}
 	if jerr != nil {
 		t.Errorf("budgettest: the controlled stage could not send its outcome: %v", jerr)
+		return
 	}
+	// The rest of the test is the parent's. Ending it here, rather than
+	// the process, runs its cleanups: a server it started is stopped.
+	t.Skipf("budgettest: this child process ran the %s check of %s for its parent, and sent the outcome", c.child, sub.name())
 }
 
 // rerunSchedules is how many controlled schedules a violation a free run

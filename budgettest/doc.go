@@ -222,7 +222,11 @@
 // main module the test imports, and those of -budgettest.instrument; it
 // builds that test binary once with go test -c; and it runs the check's
 // controlled stage in it as a child process, which runs the same test and
-// the same call, and sends its verdict back. The parent then runs the
+// the same call, and sends its verdict back. The child runs your test's
+// code up to that call, so a server your test starts before it is started
+// there too; once the verdict is sent the child ends the test (skipped),
+// so its cleanups and TestMain's teardown run before it exits, and stop
+// that server. The parent then runs the
 // check's free stage, which sees data races under -race. The child binary
 // is kept in the user's cache directory under the build IDs of the test's
 // packages, compiled without -race: a second go test of unchanged sources

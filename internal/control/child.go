@@ -65,8 +65,13 @@ func InChild() bool { return os.Getenv(childEnv) != "" }
 // stage of the call id.
 func Mine(id string) bool { return os.Getenv(childEnv) == id }
 
-// WriteResult writes the controlled stage's result, in the child, and
-// ends the child: what the test does after the call is the parent's.
+// WriteResult writes the controlled stage's result, in the child. What
+// the test does after the call is the parent's: the caller then ends the
+// test (t.Skip), so that its cleanups and TestMain's teardown run as in
+// any test process (a server the test started is stopped, its temporary
+// directories removed), and the child exits. Should the test not end,
+// the child exits exitGrace after the result is written, so that the
+// parent never waits on what the test does after the call.
 func WriteResult(data []byte) error {
 	p := os.Getenv(outEnv)
 	if p == "" {
@@ -75,9 +80,13 @@ func WriteResult(data []byte) error {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		return err
 	}
-	os.Exit(0)
+	time.AfterFunc(exitGrace, func() { os.Exit(0) })
 	return nil
 }
+
+// exitGrace is how long a child whose result is written is given to end
+// its test and run the cleanups.
+const exitGrace = 10 * time.Second
 
 var (
 	priorOnce sync.Once
