@@ -12,6 +12,7 @@ import (
 
 	"github.com/retrybudget/retrybudget/budget"
 	"github.com/retrybudget/retrybudget/internal/harness"
+	"github.com/retrybudget/retrybudget/internal/race"
 	"github.com/retrybudget/retrybudget/internal/seqcheck"
 	"github.com/retrybudget/retrybudget/internal/stressrun"
 	"github.com/retrybudget/retrybudget/internal/subjects/mutants"
@@ -41,11 +42,16 @@ func run(t *testing.T, seed uint64, step time.Duration, newBudget func(budget.Cl
 	return r
 }
 
-var stressRuns = flag.Int("stress.runs", 5, "stress runs of each reference budget")
+var stressRuns = flag.Int("stress.runs", 5, "stress runs of each reference budget (1 under -race unless set)")
 
 func TestReferenceBudgetsHoldTheirInvariants(t *testing.T) {
 	t.Parallel()
 	runs := *stressRuns
+	if race.Enabled && !flagSet("stress.runs") {
+		// One run of each under the detector, five to ten times slower,
+		// sees the budgets' races; the five runs are go test ./...'s.
+		runs = 1
+	}
 	for seed := range uint64(runs) {
 		if err := run(t, seed, 0, seqcheck.NewTokenBucket(bucket)).CheckTokenBucket(bucket); err != nil {
 			t.Errorf("TokenBucket, seed %d: %v", seed, err)
@@ -303,4 +309,11 @@ func TestBurstsStopped(t *testing.T) {
 			t.Errorf("a slow throttle of another maximum: Bursts = cut %v, %v; want a mismatch", cut, err)
 		}
 	}
+}
+
+// flagSet reports whether the flag name was set on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
