@@ -479,7 +479,11 @@ func TestSettleRunsTheOthersUntilTheyBlock(t *testing.T) {
 		}, func() {
 			sched.AwaitClose(gate)
 		})
-		return rep, order
+		// Without Alone the spawned goroutine may run only after the run
+		// has ended: its note is taken under the lock.
+		mu.Lock()
+		defer mu.Unlock()
+		return rep, slices.Clone(order)
 	}
 	rep, order := run(true)
 	if rep.Free || len(rep.Preemptions) > 0 {
