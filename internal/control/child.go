@@ -205,11 +205,27 @@ func OutcomeKey(t *testing.T, c *Child, id string, prior map[string]json.RawMess
 	if err != nil {
 		return "", err
 	}
-	env := childEnvironment()
+	env := slices.DeleteFunc(childEnvironment(), shellBookkeeping)
 	slices.Sort(env)
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%q\n%s\n%q\nprocs=%d\n", filepath.Base(filepath.Dir(c.Path)), id, testArgs(t, extra), p, env, procs)
 	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}
+
+// shellBookkeeping reports whether kv is a variable a shell sets for its
+// own bookkeeping, which no test reads for what it does: the working
+// directory (a test runs in its package's directory whatever PWD says),
+// the one before it, the nesting depth, and the last command. They differ
+// between go test run from a shell in the package's directory and go test
+// run by a program in another (a Cmd with Dir sets PWD, OLDPWD stays what
+// it was), and would make another key for the same run.
+func shellBookkeeping(kv string) bool {
+	name, _, _ := strings.Cut(kv, "=")
+	switch name {
+	case "PWD", "OLDPWD", "SHLVL", "_":
+		return true
+	}
+	return false
 }
 
 // outcomeFile is where an outcome saved under key is kept: beside the

@@ -110,3 +110,35 @@ func TestIsSuite(t *testing.T) {
 		}
 	}
 }
+
+// A saved outcome is found again whatever the shell's bookkeeping says
+// (go test run from a shell in the package's directory, then by a program
+// in another: make routes, then go test -race in CI), and not when another
+// variable of the environment, one a test may read, differs.
+func TestOutcomeKeyIgnoresTheShellsBookkeeping(t *testing.T) {
+	c := &Child{Path: "/cache/children/0123/child.test"}
+	key := func() string {
+		k, err := OutcomeKey(t, c, "TestX#0|Linearizable", nil, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	t.Setenv("PWD", "/a/module/pkg")
+	t.Setenv("OLDPWD", "/a/module")
+	t.Setenv("SHLVL", "1")
+	t.Setenv("_", "/usr/bin/go")
+	t.Setenv("RETRYBUDGET_KEY_PROBE", "one")
+	first := key()
+	t.Setenv("PWD", "../../testdata/pkg")
+	t.Setenv("OLDPWD", "/elsewhere")
+	t.Setenv("SHLVL", "3")
+	t.Setenv("_", "/tmp/go-build/b001/exe/budgetcheck")
+	if got := key(); got != first {
+		t.Errorf("the key changed with PWD, OLDPWD, SHLVL and _ (%s, then %s): a pass saved by one shell is not found from another", first, got)
+	}
+	t.Setenv("RETRYBUDGET_KEY_PROBE", "two")
+	if got := key(); got == first {
+		t.Errorf("the key stayed %s when a variable a test may read changed", got)
+	}
+}
