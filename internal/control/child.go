@@ -206,6 +206,11 @@ func OutcomeKey(t *testing.T, c *Child, id string, prior map[string]json.RawMess
 		return "", err
 	}
 	env := slices.DeleteFunc(childEnvironment(), shellBookkeeping)
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			env[i] = "PATH=" + dedupPath(v)
+		}
+	}
 	slices.Sort(env)
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%q\n%s\n%q\nprocs=%d\n", filepath.Base(filepath.Dir(c.Path)), id, testArgs(t, extra), p, env, procs)
@@ -226,6 +231,21 @@ func shellBookkeeping(kv string) bool {
 		return true
 	}
 	return false
+}
+
+// dedupPath returns the list of directories path with each one kept where
+// it first appears: the same lookups, whatever the repeats. The go
+// command puts its GOROOT/bin first in the PATH of what it runs, once more
+// at each level: go test run by a test that go test runs (make routes)
+// sees it twice where a shell's go test sees it once.
+func dedupPath(path string) string {
+	var out []string
+	for dir := range strings.SplitSeq(path, string(os.PathListSeparator)) {
+		if !slices.Contains(out, dir) {
+			out = append(out, dir)
+		}
+	}
+	return strings.Join(out, string(os.PathListSeparator))
 }
 
 // outcomeFile is where an outcome saved under key is kept: beside the

@@ -113,8 +113,9 @@ func TestIsSuite(t *testing.T) {
 
 // A saved outcome is found again whatever the shell's bookkeeping says
 // (go test run from a shell in the package's directory, then by a program
-// in another: make routes, then go test -race in CI), and not when another
-// variable of the environment, one a test may read, differs.
+// in another: make routes, then go test -race in CI) and however often
+// PATH repeats a directory, and not when another variable of the
+// environment, one a test may read, differs.
 func TestOutcomeKeyIgnoresTheShellsBookkeeping(t *testing.T) {
 	c := &Child{Path: "/cache/children/0123/child.test"}
 	key := func() string {
@@ -129,14 +130,21 @@ func TestOutcomeKeyIgnoresTheShellsBookkeeping(t *testing.T) {
 	t.Setenv("SHLVL", "1")
 	t.Setenv("_", "/usr/bin/go")
 	t.Setenv("RETRYBUDGET_KEY_PROBE", "one")
+	t.Setenv("PATH", "/go/bin:/usr/bin:/bin")
 	first := key()
 	t.Setenv("PWD", "../../testdata/pkg")
 	t.Setenv("OLDPWD", "/elsewhere")
 	t.Setenv("SHLVL", "3")
 	t.Setenv("_", "/tmp/go-build/b001/exe/budgetcheck")
+	t.Setenv("PATH", "/go/bin:/go/bin:/usr/bin:/go/bin:/bin") // go test run by go test's child
 	if got := key(); got != first {
-		t.Errorf("the key changed with PWD, OLDPWD, SHLVL and _ (%s, then %s): a pass saved by one shell is not found from another", first, got)
+		t.Errorf("the key changed with PWD, OLDPWD, SHLVL, _ and a PATH that repeats a directory (%s, then %s): a pass saved by one shell is not found from another", first, got)
 	}
+	t.Setenv("PATH", "/usr/bin:/go/bin:/bin") // other lookups
+	if got := key(); got == first {
+		t.Errorf("the key stayed %s when PATH found programs elsewhere", got)
+	}
+	t.Setenv("PATH", "/go/bin:/usr/bin:/bin")
 	t.Setenv("RETRYBUDGET_KEY_PROBE", "two")
 	if got := key(); got == first {
 		t.Errorf("the key stayed %s when a variable a test may read changed", got)
