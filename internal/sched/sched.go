@@ -269,6 +269,11 @@ type Report struct {
 	// Diverged is set if a schedule given to replay named a goroutine that
 	// could not run at some point: the code did not do the same thing.
 	Diverged bool `json:"diverged,omitempty"`
+	// Polls counts the times every goroutine under control was blocked
+	// and the run waited in real time for one outside control to release
+	// them (see Spinning in the package documentation): each costs the
+	// run a timer's sleep, a millisecond on a busy machine.
+	Polls int `json:"polls,omitempty"`
 	// Preemptions holds the steps of the schedule at which the goroutine
 	// that had the baton could have gone on but another was chosen; a
 	// goroutine that is spinning (see Spinning in the package
@@ -420,8 +425,12 @@ type gor struct {
 	// settling: g, in Hook.Settle, gives way to the others that can run;
 	// under r.mu.
 	settling bool
-	locks    int  // the mutexes g holds, locked exclusively under control (see Options.Fine)
-	opaque   bool // the current step touched touched, or something unknown when touched is zero
+	// passing: g, at a select whose default it may take, passed the
+	// baton to let the others run; it is blocked only until none of them
+	// can. Under r.mu.
+	passing bool
+	locks   int  // the mutexes g holds, locked exclusively under control (see Options.Fine)
+	opaque  bool // the current step touched touched, or something unknown when touched is zero
 
 	// With Options.Trace: where g last stopped. With Options.Trace or
 	// Options.Choices: its tag (see Tag).
@@ -476,6 +485,7 @@ type run struct {
 	exhausted bool      // the fallback was for the step bound
 	opened    int       // see Report.Opened
 	blockedAt time.Time // when every goroutine was last seen blocked
+	polls     int       // see Report.Polls
 	// epoch counts the steps that made progress (see spin.go).
 	epoch uint64
 	// ready is pickLocked's buffer.
@@ -643,7 +653,7 @@ func (r *run) report() Report {
 	for i, g := range r.schedule {
 		o.Schedule[i] = int(g)
 	}
-	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Exhausted: r.exhausted, Diverged: r.diverged, Preemptions: slices.Clone(r.preempted), Choices: r.choices, Trace: r.trace, Opened: r.opened}
+	return Report{Options: o, Free: r.reason != "", Reason: r.reason, Exhausted: r.exhausted, Diverged: r.diverged, Polls: r.polls, Preemptions: slices.Clone(r.preempted), Choices: r.choices, Trace: r.trace, Opened: r.opened}
 }
 
 // self returns the calling goroutine if it is the one under control that
@@ -892,6 +902,9 @@ func (r *run) handOff(g *gor) {
 			r.mu.Unlock()
 			return
 		}
+		if r.resumePassing() {
+			continue
+		}
 		now := time.Now()
 		if r.blockedAt.IsZero() {
 			r.blockedAt = now
@@ -903,6 +916,7 @@ func (r *run) handOff(g *gor) {
 		if r.awaitOutside(r.opt.Stall - now.Sub(r.blockedAt)) {
 			continue
 		}
+		r.polls++
 		r.mu.Unlock()
 		time.Sleep(20 * time.Microsecond)
 		r.mu.Lock()
@@ -912,6 +926,25 @@ func (r *run) handOff(g *gor) {
 			}
 		}
 	}
+}
+
+// resumePassing makes runnable again the goroutines that passed the baton
+// at a select with a default case (see choose1), once every goroutine
+// that can run has run and blocked: such a goroutine can go on at once,
+// so the run has no cause to wait in real time for the blocked ones, as
+// it does when none can (a goroutine outside control may release them).
+// A goroutine that passed inside a critical section, where the others wait
+// for its lock, so no longer costs the run a poll. It reports whether any
+// was. Called with r.mu held.
+func (r *run) resumePassing() bool {
+	resumed := false
+	for _, g := range r.gs {
+		if g.passing && g.st == blocked {
+			g.passing, g.st = false, runnable
+			resumed = true
+		}
+	}
+	return resumed
 }
 
 // maxSite bounds the frames a traced step keeps.

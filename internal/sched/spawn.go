@@ -438,7 +438,9 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 		}
 		if hasDefault {
 			// Pass the baton once, so that a polling loop lets the others
-			// run; when none of them can, go on at once.
+			// run; when none of them can, go on at once: at the select, if
+			// none is runnable, or once those that were have blocked (see
+			// resumePassing).
 			g.mark = markQuiet
 			// Under an exhaustive search (Options.Choices) the default is
 			// taken at once: the search itself tries the other goroutines
@@ -446,8 +448,11 @@ func (r *run) choose1(g *gor, hasDefault bool, cases []Case) int {
 			// here has no operation for a release to complete.
 			r.unknownStep(g)
 			if !r.opt.Choices && slices.ContainsFunc(r.gs, func(o *gor) bool { return o != g && o.st == runnable }) {
-				g.st = blocked
+				g.st, g.passing = blocked, true
 				r.handOff(g)
+				r.mu.Lock()
+				g.passing = false
+				r.mu.Unlock()
 			} else {
 				r.mu.Unlock()
 			}
