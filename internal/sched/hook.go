@@ -18,14 +18,25 @@ import (
 func P[T any](x T) T {
 	if r := active.Load(); r != nil && !r.free.Load() {
 		if g := r.self(); g != nil {
-			if r.inSection(g) && objectOf(x) == localObject {
+			// x is made an interface value only where it is a pointer (to
+			// an atomic variable), which costs nothing: a read of a field,
+			// boxed, cost an allocation at every yield point.
+			obj := uintptr(localObject)
+			if isPointer(x) {
+				obj = objectOf(x)
+			}
+			if obj == localObject && r.inSection(g) {
 				return x // a field read inside a critical section
 			}
 			if r.opt.Choices {
-				g.pending = objectOf(x)
+				g.pending = obj
 			}
 			r.yield(g)
-			g.watch(x)
+			if obj == localObject {
+				g.mark = markQuiet // a read (see gor.watch)
+			} else {
+				g.watch(x)
+			}
 		}
 	}
 	return x
@@ -60,6 +71,13 @@ func W[T any](x T) T {
 		r.point(0)
 	}
 	return x
+}
+
+// isPointer reports whether x is a pointer, without letting x escape:
+// the only values objectOf and gor.watch take for an atomic variable.
+func isPointer(x any) bool {
+	t := reflect.TypeOf(x)
+	return t != nil && t.Kind() == reflect.Pointer
 }
 
 // localObject is the Choice.Obj of a step that touches only memory the
