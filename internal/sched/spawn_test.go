@@ -281,11 +281,13 @@ func TestBlockedOnALockHeldOutsideControlPolls(t *testing.T) {
 	var mu sync.Mutex
 	mu.Lock()
 	time.AfterFunc(5*time.Millisecond, mu.Unlock)
+	entered := false
 	rep := sched.Run(sched.Options{Seed: 1}, func() {
 		sched.Hook.M(&mu).Lock()
+		entered = true
 		sched.Hook.M(&mu).Unlock()
 	})
-	if rep.Free || rep.Polls == 0 {
+	if rep.Free || rep.Polls == 0 || !entered {
 		t.Fatalf("a lock released outside control after 5ms: %v, %d polls", rep, rep.Polls)
 	}
 }
