@@ -269,10 +269,12 @@ type Report struct {
 	// Diverged is set if a schedule given to replay named a goroutine that
 	// could not run at some point: the code did not do the same thing.
 	Diverged bool `json:"diverged,omitempty"`
-	// Polls counts the times every goroutine under control was blocked
-	// and the run waited in real time for one outside control to release
-	// them (see Spinning in the package documentation): each costs the
-	// run a timer's sleep, a millisecond on a busy machine.
+	// Polls counts the times every goroutine under control was blocked,
+	// one of them on something a select cannot wait for (a lock), and the
+	// run slept before trying them again, in case one outside control had
+	// released them (see handOff): each sleep takes about a millisecond on
+	// a busy machine. Waits on channels, which the run watches, are not
+	// counted.
 	Polls int `json:"polls,omitempty"`
 	// Preemptions holds the steps of the schedule at which the goroutine
 	// that had the baton could have gone on but another was chosen; a
