@@ -277,19 +277,36 @@ func TestSelectWithDefaultInsideALockCostsNoPoll(t *testing.T) {
 
 // When every goroutine under control waits for a lock held outside
 // control, the run polls until it is released (Report.Polls counts it).
+// The lock is released 5ms after the goroutine is about to take it; on a
+// loaded machine the goroutine can be descheduled for longer than that
+// and find it free, so a few attempts are made: one must poll.
 func TestBlockedOnALockHeldOutsideControlPolls(t *testing.T) {
-	var mu sync.Mutex
-	mu.Lock()
-	time.AfterFunc(5*time.Millisecond, mu.Unlock)
-	entered := false
-	rep := sched.Run(sched.Options{Seed: 1}, func() {
-		sched.Hook.M(&mu).Lock()
-		entered = true
-		sched.Hook.M(&mu).Unlock()
-	})
-	if rep.Free || rep.Polls == 0 || !entered {
-		t.Fatalf("a lock released outside control after 5ms: %v, %d polls", rep, rep.Polls)
+	var last sched.Report
+	for range 10 {
+		var mu sync.Mutex
+		mu.Lock()
+		trying := make(chan struct{})
+		go func() {
+			<-trying
+			time.Sleep(5 * time.Millisecond)
+			mu.Unlock()
+		}()
+		entered := false
+		rep := sched.Run(sched.Options{Seed: 1}, func() {
+			close(trying)
+			sched.Hook.M(&mu).Lock()
+			entered = true
+			sched.Hook.M(&mu).Unlock()
+		})
+		if rep.Free || !entered {
+			t.Fatalf("a lock released outside control after 5ms: %v, entered %v", rep, entered)
+		}
+		if rep.Polls > 0 {
+			return
+		}
+		last = rep
 	}
+	t.Fatalf("a lock released outside control 5ms after the goroutine tried it, ten times: never polled (last: %v)", last)
 }
 
 // Outside a controlled run, Select is a select statement.
