@@ -183,7 +183,7 @@ func (r *longRun[S]) step(op model.Op) (got bool) {
 	if r.err != "" {
 		return false
 	}
-	before := r.sub.Model.DescribeState(r.state)
+	before := r.state // states are values: described only if op differs
 	var want bool
 	r.state, want = r.sub.Model.Step(r.state, op)
 	if err := harness.Catch("a long sequential run", func() { got = apply(r.sub, r.b, r.clock, op) }); err != nil {
@@ -191,7 +191,7 @@ func (r *longRun[S]) step(op model.Op) (got bool) {
 		return false
 	}
 	if got != want {
-		r.err = fmt.Sprintf("%v = %v, want %v (model state before: %s)", op, verdict(got), verdict(want), before)
+		r.err = fmt.Sprintf("%v = %v, want %v (model state before: %s)", op, verdict(got), verdict(want), r.sub.Model.DescribeState(before))
 		return got
 	}
 	if r.balance != nil {
