@@ -78,6 +78,9 @@ type Subject[S any] struct {
 	// values it holds, found when the subject is prepared: the controlled
 	// stage rewrites them.
 	typePkgs []string
+	// caller is the call whose checks run, set by stages: the Sequential
+	// check's long runs save their pass under its name (see longRuns).
+	caller call
 }
 
 // A Check names one check of the suite: Run runs each as a subtest of
@@ -287,6 +290,7 @@ func (sub Subject[S]) prepare(t *testing.T) (Subject[S], *Failure) {
 // child process (see freeChild), whose reports come back summarized in
 // the check's Failure: no raw report is printed before the verdict.
 func (sub Subject[S]) stages(t *testing.T, c call, ck Check) error {
+	sub.caller = c
 	if err := sub.controlledStage(t, c, ck); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package budgettest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -164,7 +165,28 @@ func (sub Subject[S]) scenarioCount() int {
 // model (see seqcheck.Long), which find arithmetic that parts from it only
 // after hundreds of operations, such as float64 counts rounding at a
 // threshold; rapid's short sequences do not reach there.
+//
+// One goroutine calls the budget in them, on a clock the check moves, so
+// their verdict is the budget's arithmetic, which the race detector cannot
+// change: it sees a caller racing a budget's own goroutine in rapid's
+// sequences and in the Race and Invariant checks as well, which call the
+// same operations. Plain go test saves their pass (see savedLongRuns), and
+// go test -race of the same sources, flags and calls takes it instead of
+// making them again, as it takes the controlled stages' passes; without a
+// saved pass it makes them (fewer of them: see longRunCount).
 func (sub Subject[S]) longRuns(t *testing.T) error {
+	store, key := sub.longRunsKey()
+	if key != "" && reuseSaved {
+		if data, ok := control.SavedOutcome(store, key); ok {
+			var saved longRunsPass
+			if json.Unmarshal(data, &saved) == nil && saved.Runs > 0 {
+				t.Logf("%s: the Sequential check's long runs: the pass go test without -race had on the same sources, flags and calls (%d runs of %d operations, one goroutine calling: the detector would see nothing there the Race check does not)",
+					sub.name(), saved.Runs, saved.Ops)
+				return nil
+			}
+		}
+	}
+	longRunsMade.Add(1)
 	hs := sub.harness(t)
 	var d *seqcheck.Divergence
 	var seed uint64
@@ -181,10 +203,43 @@ func (sub Subject[S]) longRuns(t *testing.T) error {
 			return nil
 		})
 	})
-	if err != nil || d == nil {
+	if err != nil {
 		return err
 	}
+	if d == nil {
+		if key != "" && saveOutcomes {
+			if data, err := json.Marshal(longRunsPass{Runs: int(longRunCount()), Ops: longOps}); err == nil {
+				_ = control.SaveOutcome(store, key, data) // unsaved, go test -race makes the runs
+			}
+		}
+		return nil
+	}
 	return fail(ruleSequential, "%s: long run %d (of %d operations, seed %d) parted from the model: %v", sub.name(), seed-control.SeedBase()*longRunCount(), longOps, seed, d)
+}
+
+// longRunsPass is what a pass of the long runs saves.
+type longRunsPass struct{ Runs, Ops int }
+
+// longRunsMade counts the times longRuns made its runs, for tests.
+var longRunsMade atomic.Int64
+
+// longRunsKey returns where the long runs' pass of this call is saved, and
+// its key; "" when it cannot be named (no call, in a child, the sources
+// unknown to the go command).
+func (sub Subject[S]) longRunsKey() (*control.Child, string) {
+	c := sub.caller
+	if c.t == nil || inChild() {
+		return nil, ""
+	}
+	store, err := control.Runs()
+	if err != nil {
+		return nil, ""
+	}
+	key, err := control.OutcomeKey(c.t, store, c.id+"|Sequential long runs", c.prior(), 0)
+	if err != nil {
+		return nil, ""
+	}
+	return store, key
 }
 
 // Scenario sizes of the Linearizable check.

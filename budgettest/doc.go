@@ -42,7 +42,12 @@
 //     of the model (where one more success or clock step would change its
 //     answer). They find arithmetic that parts from the model only after
 //     hundreds of calls (a count in float64 rounding at a threshold); the
-//     failure shows the shortest run it found in 3 s. Needs: Model; Scale
+//     failure shows the shortest run it found in 3 s. One goroutine calls
+//     the budget in them, so their verdict is its arithmetic, which the race
+//     detector cannot change: under go test -race, long runs that passed
+//     under go test on the same sources, call, flags, calls before and
+//     environment are not made again (their saved pass is taken, and the
+//     log says so; a failure is never saved). Needs: Model; Scale
 //     for time. When the state machine fails, rapid writes a fail file
 //     under testdata/rapid/<TestName>/ in your package, as for any rapid
 //     test: replay it with -rapid.failfile=<path>, or keep it out of your

@@ -138,6 +138,36 @@ func binary(pkgs []string, rebuilt bool) (*Child, error) {
 	return r.child, r.err
 }
 
+// Runs returns where the outcomes of runs this test process makes itself,
+// rather than in a child, are saved for a later go test of the same
+// sources (go test -race after go test): beside the children in the cache
+// directory, under the build IDs that name them (see Binary), so that the
+// same sources find them whatever the detector. Its Path names no binary:
+// it is for OutcomeKey, SaveOutcome and SavedOutcome only. The error is an
+// *Uncontrolled when the sources cannot be named.
+func Runs() (*Child, error) {
+	if yield.Instrumented() {
+		return nil, &Uncontrolled{"the binary is instrumented: its runs are not those of its sources"}
+	}
+	b, err := loadBase()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := cacheDir()
+	if err != nil {
+		return nil, &Uncontrolled{"no cache directory: " + err.Error()}
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\nruns in process\n%s\n%s\n", version, b.sum, runtime.Version())
+	d := filepath.Join(dir, "runs-"+hex.EncodeToString(h.Sum(nil))[:32])
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return nil, &Uncontrolled{err.Error()}
+	}
+	now := time.Now()
+	os.Chtimes(d, now, now) // used: see prune
+	return &Child{Path: filepath.Join(d, "runs")}, nil
+}
+
 // A base is what every child of this binary shares: where it runs, what
 // it was built with, and the packages rewritten for any subject.
 type base struct {
