@@ -164,69 +164,77 @@ func (sub Subject[S]) scenarioCount() int {
 // longRuns runs the Sequential check's second stage: long runs against the
 // model (see seqcheck.Long), which find arithmetic that parts from it only
 // after hundreds of operations, such as float64 counts rounding at a
-// threshold; rapid's short sequences do not reach there.
-//
-// One goroutine calls the budget in them, on a clock the check moves, so
-// their verdict is the budget's arithmetic, which the race detector cannot
-// change: it sees a caller racing a budget's own goroutine in rapid's
-// sequences and in the Race and Invariant checks as well, which call the
-// same operations. Plain go test saves their pass (see savedLongRuns), and
-// go test -race of the same sources, flags and calls takes it instead of
-// making them again, as it takes the controlled stages' passes; without a
-// saved pass it makes them (fewer of them: see longRunCount).
+// threshold; rapid's short sequences do not reach there. Under -race a
+// pass of go test is taken instead (see onePassOnSources).
 func (sub Subject[S]) longRuns(t *testing.T) error {
-	store, key := sub.longRunsKey()
+	summary := fmt.Sprintf("%d runs of %d operations", longRunCount(), longOps)
+	return sub.onePassOnSources(t, "long runs", summary, func() error {
+		longRunsMade.Add(1)
+		hs := sub.harness(t)
+		var d *seqcheck.Divergence
+		var seed uint64
+		err := hs.Guard("the sequential check's long runs", func() error {
+			return hs.InBubble(t, "the sequential check's long runs", func(t *testing.T) error {
+				hs := sub.harness(t)
+				for k := range longRunCount() {
+					seed = control.SeedBase()*longRunCount() + k + 1
+					if d = seqcheck.Long(hs, seed, longOps); d != nil {
+						seqcheck.Shrink(hs, d, longShrink)
+						return nil
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil || d == nil {
+			return err
+		}
+		return fail(ruleSequential, "%s: long run %d (of %d operations, seed %d) parted from the model: %v", sub.name(), seed-control.SeedBase()*longRunCount(), longOps, seed, d)
+	})
+}
+
+// onePassOnSources runs stage, a part of a check in which one goroutine
+// calls the budget, on a clock the check moves, operations that do not
+// depend on chance (the Sequential check's long runs, the Replay check's
+// sequences): its verdict is the budget's arithmetic, which the race
+// detector cannot change. It sees a caller racing a budget's own goroutine
+// in rapid's sequences and in the Race and Invariant checks as well, which
+// make the same calls from many goroutines. So plain go test saves the
+// stage's pass (summary says what passed), as it saves a controlled
+// stage's, and go test -race of the same sources, flags and calls takes it
+// instead of running the stage again, and logs so; without a saved pass it
+// runs it. A failure is never saved.
+func (sub Subject[S]) onePassOnSources(t *testing.T, stage, summary string, run func() error) error {
+	store, key := sub.passKey(stage)
 	if key != "" && reuseSaved {
 		if data, ok := control.SavedOutcome(store, key); ok {
-			var saved longRunsPass
-			if json.Unmarshal(data, &saved) == nil && saved.Runs > 0 {
-				t.Logf("%s: the Sequential check's long runs: the pass go test without -race had on the same sources, flags and calls (%d runs of %d operations, one goroutine calling: the detector would see nothing there the Race check does not)",
-					sub.name(), saved.Runs, saved.Ops)
+			var saved stagePass
+			if json.Unmarshal(data, &saved) == nil && saved.Passed != "" {
+				t.Logf("%s: %s: the pass go test without -race had on the same sources, flags and calls (%s); one goroutine calls the budget there, so the race detector would see nothing the Race check does not",
+					sub.name(), stage, saved.Passed)
 				return nil
 			}
 		}
 	}
-	longRunsMade.Add(1)
-	hs := sub.harness(t)
-	var d *seqcheck.Divergence
-	var seed uint64
-	err := hs.Guard("the sequential check's long runs", func() error {
-		return hs.InBubble(t, "the sequential check's long runs", func(t *testing.T) error {
-			hs := sub.harness(t)
-			for k := range longRunCount() {
-				seed = control.SeedBase()*longRunCount() + k + 1
-				if d = seqcheck.Long(hs, seed, longOps); d != nil {
-					seqcheck.Shrink(hs, d, longShrink)
-					return nil
-				}
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return err
-	}
-	if d == nil {
-		if key != "" && saveOutcomes {
-			if data, err := json.Marshal(longRunsPass{Runs: int(longRunCount()), Ops: longOps}); err == nil {
-				_ = control.SaveOutcome(store, key, data) // unsaved, go test -race makes the runs
-			}
+	err := run()
+	if err == nil && key != "" && saveOutcomes {
+		if data, jerr := json.Marshal(stagePass{Passed: summary}); jerr == nil {
+			_ = control.SaveOutcome(store, key, data) // unsaved, go test -race runs the stage
 		}
-		return nil
 	}
-	return fail(ruleSequential, "%s: long run %d (of %d operations, seed %d) parted from the model: %v", sub.name(), seed-control.SeedBase()*longRunCount(), longOps, seed, d)
+	return err
 }
 
-// longRunsPass is what a pass of the long runs saves.
-type longRunsPass struct{ Runs, Ops int }
+// stagePass is what onePassOnSources saves of a stage's pass.
+type stagePass struct{ Passed string }
 
 // longRunsMade counts the times longRuns made its runs, for tests.
 var longRunsMade atomic.Int64
 
-// longRunsKey returns where the long runs' pass of this call is saved, and
-// its key; "" when it cannot be named (no call, in a child, the sources
+// passKey returns where the pass of stage in this call is saved, and its
+// key; "" when it cannot be named (no call, in a child, the sources
 // unknown to the go command).
-func (sub Subject[S]) longRunsKey() (*control.Child, string) {
+func (sub Subject[S]) passKey(stage string) (*control.Child, string) {
 	c := sub.caller
 	if c.t == nil || inChild() {
 		return nil, ""
@@ -235,7 +243,7 @@ func (sub Subject[S]) longRunsKey() (*control.Child, string) {
 	if err != nil {
 		return nil, ""
 	}
-	key, err := control.OutcomeKey(c.t, store, c.id+"|Sequential long runs", c.prior(), 0)
+	key, err := control.OutcomeKey(c.t, store, c.id+"|"+stage, c.prior(), 0)
 	if err != nil {
 		return nil, ""
 	}
@@ -831,33 +839,40 @@ const replayReports = 3
 // checkReplay runs every replay, and reports the first replayReports that
 // fail in one Failure: enough to see a pattern, few enough to read.
 func checkReplay[S any](t *testing.T, sub Subject[S]) error {
-	var errs []string
-	report := func() error {
-		if len(errs) == 0 {
-			return nil
+	rs := sub.replays()
+	return sub.onePassOnSources(t, "Replay", fmt.Sprintf("%d sequences", len(rs)), func() error {
+		replaysMade.Add(1)
+		var errs []string
+		report := func() error {
+			if len(errs) == 0 {
+				return nil
+			}
+			return fail(ruleReplay, "%s", strings.Join(errs, "\n"))
 		}
-		return fail(ruleReplay, "%s", strings.Join(errs, "\n"))
-	}
-	for _, r := range sub.replays() {
-		hs := sub.harness(t)
-		err := hs.Guard("the replay "+r.name, func() error {
-			return hs.InBubble(t, "the replay "+r.name, func(t *testing.T) error {
-				return seqcheck.Replay(sub.harness(t), sub.Model.Init(), 0, r.ops)
+		for _, r := range rs {
+			hs := sub.harness(t)
+			err := hs.Guard("the replay "+r.name, func() error {
+				return hs.InBubble(t, "the replay "+r.name, func(t *testing.T) error {
+					return seqcheck.Replay(sub.harness(t), sub.Model.Init(), 0, r.ops)
+				})
 			})
-		})
-		var h *harness.Fault
-		switch {
-		case errors.As(err, &h):
-			return err
-		case err != nil:
-			errs = append(errs, fmt.Sprintf("%s: replay %q: %v", sub.name(), r.name, err))
-			if len(errs) == replayReports {
-				return report()
+			var h *harness.Fault
+			switch {
+			case errors.As(err, &h):
+				return err
+			case err != nil:
+				errs = append(errs, fmt.Sprintf("%s: replay %q: %v", sub.name(), r.name, err))
+				if len(errs) == replayReports {
+					return report()
+				}
 			}
 		}
-	}
-	return report()
+		return report()
+	})
 }
+
+// replaysMade counts the times checkReplay made its replays, for tests.
+var replaysMade atomic.Int64
 
 // amplification is the outage the Amplification check runs: 10 clients × 5
 // requests a second, 3 attempts, 5s healthy, 30s at 100% errors, 5s of

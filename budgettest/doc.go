@@ -124,7 +124,9 @@
 //     flight across idle gaps of a minute, five, an hour and a day (a
 //     second past each) and 2^15 to 2^33 milliseconds and seconds: a
 //     budget that drops or resets idle state while calls are in flight
-//     grants a retry the model denies.
+//     grants a retry the model denies. One goroutine calls the budget, as
+//     in the long runs: under go test -race a pass of go test on the same
+//     sources is taken in the same way.
 //   - Edges: the budget built on a clock that starts at instants where slot
 //     arithmetic breaks (negative ones, the ends of int64), then driven
 //     across slot boundaries. Needs: a model.Starter to start anywhere but
