@@ -79,7 +79,8 @@ type Subject[S any] struct {
 	// stage rewrites them.
 	typePkgs []string
 	// caller is the call whose checks run, set by stages: the Sequential
-	// check's long runs save their pass under its name (see longRuns).
+	// check's long runs and the Replay check save their pass under its
+	// name (see onePassOnSources).
 	caller call
 }
 
