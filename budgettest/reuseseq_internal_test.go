@@ -12,15 +12,22 @@ import (
 	"github.com/retrybudget/retrybudget/model"
 )
 
-// driftThrottle keeps gRFC A6's count in float64 tokens: its answers part
-// from the model's only after a long run (see long_test.go).
-type driftThrottle struct {
+// FloatThrottle is gRFC A6's throttle with its count in float64 tokens, as
+// grpc-go keeps it: a success adds 0.1, which no float64 holds exactly.
+// Its answers part from the model's milli-tokens only after a long run
+// (the shortest is 126 calls), where a drain, deposits at a low count and
+// a climb leave it a hair above half when the model is at half exactly.
+// Exported for this package's external tests (long_test.go).
+type FloatThrottle struct {
 	mu     sync.Mutex
 	tokens float64
 }
 
-func (t *driftThrottle) Request() {}
-func (t *driftThrottle) Retry(k budget.Kind) bool {
+// NewFloatThrottle returns a full FloatThrottle (10 tokens).
+func NewFloatThrottle() *FloatThrottle { return &FloatThrottle{tokens: 10} }
+
+func (t *FloatThrottle) Request() {}
+func (t *FloatThrottle) Retry(k budget.Kind) bool {
 	if !k.IsRetry() {
 		return false
 	}
@@ -29,7 +36,7 @@ func (t *driftThrottle) Retry(k budget.Kind) bool {
 	t.tokens = max(t.tokens-1, 0)
 	return t.tokens > 5
 }
-func (t *driftThrottle) Success(budget.Kind) {
+func (t *FloatThrottle) Success(budget.Kind) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.tokens = min(t.tokens+0.1, 10)
@@ -57,7 +64,7 @@ func TestRaceRunTakesTheOneGoroutinePassesOfThePlainRun(t *testing.T) {
 	}{
 		{"reference", func() budget.Budget { return seqcheck.NewThrottle(throttle)(nil) }, false, true, true},
 		{"remote", func() budget.Budget { return seqcheck.NewThrottle(throttle)(nil) }, true, true, true},
-		{"float drift", func() budget.Budget { return &driftThrottle{tokens: 10} }, false, false, true},
+		{"float drift", func() budget.Budget { return NewFloatThrottle() }, false, false, true},
 		{"never denies", func() budget.Budget { return grantAll{} }, false, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
